@@ -1,0 +1,5 @@
+"""``python -m tcinspect``."""
+
+from tcinspect.cli import run
+
+run()

@@ -1,0 +1,74 @@
+"""The command-line interface: one small module per command, one error boundary here.
+
+Importing this package must not import torch (``--help`` stays fast); commands import the
+capture engine only when they compile.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import Optional, Sequence
+
+import typer
+
+from tcinspect.cli.common import EXIT_CODES_HELP
+from tcinspect.errors import ExitCode, TcinspectError
+
+app = typer.Typer(
+    name="tcinspect",
+    help="Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile.\n\n" + EXIT_CODES_HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile."""
+
+
+from tcinspect.cli import trace as _trace  # noqa: E402,F401  (registers the command)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; every error ends here as one line on stderr and a documented exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("tcinspect: warning: %(message)s"))
+    logging.getLogger("tcinspect").addHandler(handler)
+    try:
+        # standalone mode: Typer prints its own usage errors (exit 2) and ends with SystemExit
+        app(args=args, prog_name="tcinspect", standalone_mode=True)
+        return int(ExitCode.OK)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except TcinspectError as exc:
+        if debug:
+            traceback.print_exc()
+        _say(f"tcinspect: error: {exc.one_line()}")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        _say("tcinspect: interrupted")
+        return 130
+    except Exception:  # noqa: BLE001 - a bug in tcinspect: show it, never hide it
+        traceback.print_exc()
+        _say("tcinspect: internal error (the traceback above is a bug in tcinspect; please report it)")
+        return int(ExitCode.INTERNAL_ERROR)
+    finally:
+        logging.getLogger("tcinspect").removeHandler(handler)
+
+
+def _say(line: str) -> None:
+    """One unwrapped line on stderr (Rich would wrap it at the terminal's width)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""What every command shares: options (declared once), the report source, and output."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Callable, Iterator, List, Optional
+
+import typer
+from rich.console import Console, RenderableType
+
+
+from tcinspect.errors import UsageError
+from tcinspect.report import Options, Report
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok · 1 a check failed · 2 bad input (usage, model file, inputs, saved report, "
+    "a model that raises) · 3 a compiler stage failed (the partial report is still shown) · 70 internal error."
+)
+
+FileArg = Annotated[Optional[str], typer.Argument(
+    help="A model file (.py), a saved report (.yaml/.json), or nothing for the latest trace.", show_default=False)]
+ScriptArgs = Annotated[Optional[List[str]], typer.Argument(
+    help="Arguments after `--` become the script's sys.argv (script mode).", show_default=False)]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json).",
+                                                   show_default=False)]
+ModelOpt = Annotated[str, typer.Option("--model", help="Name of the model object in the model file.")]
+InputsOpt = Annotated[str, typer.Option("--inputs", help="Name of the example-inputs object in the model file.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="Move the module and tensor inputs to cpu or cuda.",
+                                        show_default=False)]
+ModeOpt = Annotated[str, typer.Option("--mode", help="torch.compile mode (default, reduce-overhead, max-autotune, ...).",
+                                      show_default=False)]
+FullgraphOpt = Annotated[bool, typer.Option("--fullgraph", help="Pass fullgraph=True to torch.compile.")]
+DynamicOpt = Annotated[str, typer.Option("--dynamic", help="Pass dynamic=True/False to torch.compile (true, false).",
+                                         show_default=False)]
+BackendOpt = Annotated[str, typer.Option("--backend", help="A registered torch.compile backend name.")]
+NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
+FreshOpt = Annotated[bool, typer.Option("--fresh", help="Recompile cold in a private cache; ignore cached reports.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
+
+err_console = Console(stderr=True, highlight=False)
+
+
+def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str) -> Options:
+    dynamic = dynamic.lower()
+    if dynamic not in ("", "true", "false"):
+        raise UsageError(f"--dynamic {dynamic!r} is not one of true, false", "pass --dynamic true or --dynamic false")
+    if device and device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise UsageError(f"--device {device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
+    return Options(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backward=not no_backward,
+                   device=device)
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = ("table", "yaml", "json")) -> str:
+    fmt = fmt.lower()
+    if fmt not in allowed:
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(allowed)}", f"pass --format {allowed[0]}")
+    return fmt
+
+
+@contextlib.contextmanager
+def progress(label: str) -> Iterator[None]:
+    """A spinner on stderr while compiling, only on a terminal; user prints go to stderr too."""
+    with contextlib.redirect_stdout(sys.stderr):
+        if err_console.is_terminal:
+            with err_console.status(label, spinner="dots"):
+                yield
+        else:
+            yield
+
+
+def note(text: str) -> None:
+    """A diagnostic line on stderr (never on stdout, which carries data)."""
+    if text:
+        sys.stderr.write(f"tcinspect: {text}\n")
+
+
+def emit(report: Report, fmt: str, output: Optional[Path], table: Callable[[], RenderableType],
+         timings: bool = True) -> None:
+    """Write the report where the user asked: a file (atomically), YAML/JSON on stdout, or tables."""
+    from tcinspect import serialize
+
+    if output is not None:
+        file_fmt = fmt if fmt in serialize.FORMATS else serialize.format_for_path(output)
+        try:
+            serialize.write_atomic(output, serialize.dumps(report, file_fmt, timings=timings))
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror}", "choose a writable path for -o") from None
+        note(f"wrote {output} ({file_fmt})")
+        if fmt != "table":
+            return
+    if fmt in serialize.FORMATS:
+        sys.stdout.write(serialize.dumps(report, fmt, timings=timings))
+        return
+    out = Console(highlight=False, soft_wrap=False)
+    if not out.is_terminal and not os.environ.get("COLUMNS"):
+        out = Console(highlight=False, soft_wrap=False, width=120)  # pipes and files: not 80 columns
+    out.print(table())

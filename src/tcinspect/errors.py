@@ -1,0 +1,63 @@
+"""The exception tree and the exit-code contract."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes: a contract, documented in the README and in ``--help``."""
+
+    OK = 0
+    #: A check failed (thresholds or baseline); used by gating commands.
+    CHECK_FAILED = 1
+    #: Bad input: usage, model file, inputs, saved report, a model that raises.
+    USAGE_ERROR = 2
+    #: The capture ran but a compiler stage failed; the report holds what worked.
+    STAGE_FAILED = 3
+    #: A bug in tcinspect itself (an unexpected exception, shown with its traceback).
+    INTERNAL_ERROR = 70
+
+
+class TcinspectError(Exception):
+    """Base of the tool's own errors: one line naming the cause, and the fix."""
+
+    exit_code = ExitCode.USAGE_ERROR
+
+    def __init__(self, cause: str, fix: str = "") -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.fix = fix
+
+    def one_line(self) -> str:
+        return f"{self.cause} — {self.fix}" if self.fix else self.cause
+
+
+class UsageError(TcinspectError):
+    """A bad option or combination of options."""
+
+
+class ModelFileError(TcinspectError):
+    """The model file cannot be loaded or does not follow the model-file contract."""
+
+
+class ModelRaisedError(TcinspectError):
+    """The user's model (or script) raised while running."""
+
+
+class ReportFormatError(TcinspectError):
+    """A saved report is unreadable, foreign, truncated or of another schema version."""
+
+
+class DeviceError(TcinspectError):
+    """The requested device is not available (e.g. --device cuda without a GPU)."""
+
+
+class StageFailedError(TcinspectError):
+    """A compiler stage failed; ``report`` holds the stages that worked."""
+
+    exit_code = ExitCode.STAGE_FAILED
+
+    def __init__(self, cause: str, fix: str = "", report: object = None) -> None:
+        super().__init__(cause, fix)
+        self.report = report

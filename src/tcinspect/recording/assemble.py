@@ -1,0 +1,246 @@
+"""Structured-trace events -> report stages. Pure: no torch, so recorded traces work anywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable, Optional
+
+from tcinspect.recording import events as ev_mod
+from tcinspect.recording.breaks import parse_break
+from tcinspect.recording.events import Event
+from tcinspect.recording.fxgraph import parse_graph
+from tcinspect.recording.guards import parse_guards
+from tcinspect.recording.inductor import aot_id_of, parse_output_code, part_of
+from tcinspect.report import (
+    FAILED,
+    NOT_RUN,
+    OK,
+    AotGraphs,
+    AotStage,
+    CompileMetrics,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    InductorStage,
+    OutputCode,
+    Recompile,
+    Stages,
+)
+
+#: Stages each kind of backend runs; anything else is assumed to run them all.
+BACKEND_STAGES = {
+    "eager": ("dynamo",),
+    "aot_eager": ("dynamo", "aot_autograd"),
+    "aot_eager_decomp_partition": ("dynamo", "aot_autograd"),
+    "inductor": ("dynamo", "aot_autograd", "inductor"),
+}
+
+_AOT_EVENTS = {
+    "aot_joint_graph": "joint",
+    "aot_forward_graph": "forward",
+    "aot_backward_graph": "backward",
+    "aot_inference_graph": "inference",
+}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What stopped a run, and at which stage ("dynamo", "aot_autograd", "inductor")."""
+
+    stage: str
+    message: str
+
+
+def _clean(code: str) -> str:
+    """Generated code with trailing spaces removed, so YAML can hold it as a block scalar."""
+    return "\n".join(line.rstrip() for line in code.strip("\n").splitlines()) + "\n"
+
+
+def _latest_attempt(events: list[Event]) -> list[Event]:
+    """Events of a compile id's last attempt (earlier attempts were restarted by Dynamo)."""
+    last = max((e.attempt for e in events), default=0)
+    return [e for e in events if e.attempt == last]
+
+
+def _metrics(cid: str, events: list[Event]) -> CompileMetrics:
+    m: dict = {}
+    for e in events:
+        if e.name == "compilation_metrics":
+            m = e.meta
+    aot_cache = ""
+    for e in events:
+        if e.name.startswith("aotautograd_cache_"):
+            aot_cache = e.name.rsplit("_", 1)[-1]
+    start = next((e for e in events if e.name == "dynamo_start"), None)
+    function, file, line = m.get("co_name") or "", m.get("co_filename") or "", m.get("co_firstlineno") or 0
+    if not function and start is not None:
+        frames = start.meta.get("stack") or []
+        if frames:
+            function, line = str(frames[-1].get("name", "")), int(frames[-1].get("line", 0))
+
+    def num(key: str) -> float:
+        v = m.get(key)
+        return float(v) if isinstance(v, (int, float)) else 0.0
+
+    return CompileMetrics(
+        compile_id=cid,
+        function=str(function),
+        file=str(file),
+        line=int(line or 0),
+        entire_frame_compile_time_s=round(num("entire_frame_compile_time_s"), 6),
+        backend_compile_time_s=round(num("backend_compile_time_s"), 6),
+        inductor_compile_time_s=round(num("inductor_compile_time_s"), 6),
+        code_gen_time_s=round(num("code_gen_time_s"), 6),
+        guard_count=int(m.get("guard_count") or 0),
+        graph_op_count=int(m.get("graph_op_count") or 0),
+        aot_autograd_cache=aot_cache,
+        fail_type=str(m.get("fail_type") or ""),
+        fail_reason=str(m.get("fail_reason") or ""),
+    )
+
+
+def _recompile_reasons(all_events: list[Event]) -> dict[str, tuple[str, ...]]:
+    """recompile_reasons artifacts, each attached to the next compile of an already-compiled frame."""
+    out: dict[str, tuple[str, ...]] = {}
+    pending: list[str] = []
+    for e in all_events:
+        if e.name == "recompile_reasons":
+            data = ev_mod.json_payload(e)
+            if isinstance(data, list):
+                pending.extend(str(d) for d in data)
+            elif data is not None:
+                pending.append(str(data))
+        elif e.name == "dynamo_start" and (e.frame_compile_id or 0) > 0:
+            out[e.compile_id] = tuple(r.strip() for r in pending)
+            pending = []
+    return out
+
+
+def _reanchor(graph: Graph, anchors: Optional[Graph]) -> Graph:
+    """Point node sources at this run's user code.
+
+    AOTAutograd and FX graph cache hits return graphs from the compile that filled the cache,
+    whose "# File:" comments name that compile's file and lines (the cache key ignores source
+    locations). Dynamo's graph is always traced afresh, so a node whose location is not among
+    Dynamo's is matched to Dynamo's node with the same line of code.
+    """
+    if anchors is None:
+        return graph
+    here = {(n.source.file, n.source.line) for n in anchors.nodes if n.source is not None}
+    by_code: dict[str, set] = {}
+    for n in anchors.nodes:
+        if n.source is not None:
+            by_code.setdefault(n.source.code, set()).add(n.source)
+    nodes, changed = [], False
+    for n in graph.nodes:
+        src = n.source
+        if src is not None and (src.file, src.line) not in here and len(by_code.get(src.code, ())) == 1:
+            n = replace(n, source=next(iter(by_code[src.code])))
+            changed = True
+        nodes.append(n)
+    return replace(graph, nodes=tuple(nodes)) if changed else graph
+
+
+def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -> list[OutputCode]:
+    outputs: list[OutputCode] = []
+    post_grad: Optional[Graph] = None
+    caches = [e.name.rsplit("_", 1)[-1] for e in events if e.name.startswith("fx_graph_cache_")]
+    for e in events:
+        if e.name == "inductor_post_grad_graph":
+            post_grad = _reanchor(parse_graph("inductor_post_grad_graph", _clean(e.payload)), anchors)
+        elif e.name == "inductor_output_code":
+            wrapper = _clean(e.payload)
+            aot_id = aot_id_of(wrapper)
+            cache = caches[len(outputs)] if len(outputs) < len(caches) else ""
+            outputs.append(OutputCode(compile_id=cid, aot_id=aot_id, part=part_of(aot_id), wrapper=wrapper,
+                                      kernels=parse_output_code(wrapper, post_grad, anchors), post_grad_graph=post_grad,
+                                      cache=cache))
+            post_grad = None
+    return outputs
+
+
+def build(
+    events: Iterable[Event],
+    *,
+    backend: str = "inductor",
+    failure: Optional[Failure] = None,
+) -> tuple[Stages, tuple[CompileMetrics, ...]]:
+    """Assemble the three stages and per-compile metrics from a run's events."""
+    all_events = list(events)
+    groups = ev_mod.by_compile_id(all_events)
+    reasons = _recompile_reasons(all_events)
+
+    dynamo_graphs, breaks, recompiles, aot_graphs, outputs, metrics = [], [], [], [], [], []
+    for cid, group in groups.items():
+        for e in group:
+            if e.name == "dynamo_graph_break_reason":
+                breaks.append(parse_break(e.payload, cid))
+        latest = _latest_attempt(group)
+        m = _metrics(cid, group)
+        metrics.append(m)
+        graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
+        guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
+        anchors = parse_graph("dynamo_output_graph", _clean(graph_ev.payload)) if graph_ev is not None else None
+        if anchors is not None:
+            dynamo_graphs.append(DynamoGraph(
+                compile_id=cid, function=m.function, file=m.file, line=m.line, graph=anchors,
+                guards=parse_guards(guard_ev.payload) if guard_ev is not None else (),
+            ))
+        if cid in reasons or (group[0].frame_compile_id or 0) > 0:
+            recompiles.append(Recompile(compile_id=cid, function=m.function, reasons=reasons.get(cid, ())))
+        parts = {}
+        for e in latest:
+            if e.name in _AOT_EVENTS:
+                parts[_AOT_EVENTS[e.name]] = _reanchor(parse_graph(e.name, _clean(e.payload)), anchors)
+        if parts:
+            fwd, bwd = parts.get("forward"), parts.get("backward")
+            if fwd is not None and not fwd.saved_for_backward and bwd is not None:
+                # older torch prints no SavedForBackwardsAOTOutput marks: the backward's non-tangent
+                # inputs are what the forward saved
+                saved = tuple(n.name for n in bwd.nodes if n.op == "placeholder" and not n.name.startswith("tangents"))
+                parts["forward"] = Graph(fwd.name, fwd.code, fwd.nodes, saved)
+            aot_graphs.append(AotGraphs(compile_id=cid, **parts))
+        outputs.extend(_inductor_outputs(cid, latest, anchors))
+
+    runs = BACKEND_STAGES.get(backend, ("dynamo", "aot_autograd", "inductor"))
+    has_any = bool(groups)
+
+    def status(stage: str, produced: bool) -> tuple[str, str]:
+        if failure is not None and failure.stage == stage:
+            return FAILED, failure.message
+        if failure is not None and _after(stage, failure.stage):
+            return NOT_RUN, f"not reached: the {failure.stage} stage failed"
+        if stage not in runs:
+            return NOT_RUN, f"not run by backend '{backend}'"
+        if stage != "dynamo" and not produced and has_any:
+            return NOT_RUN, "no graph reached this stage"
+        return (OK, "") if (has_any or stage == "dynamo") else (NOT_RUN, "nothing was compiled")
+
+    d_status, d_err = status("dynamo", bool(dynamo_graphs))
+    a_status, a_err = status("aot_autograd", bool(aot_graphs))
+    i_status, i_err = status("inductor", bool(outputs))
+    stages = Stages(
+        dynamo=DynamoStage(status=d_status, error=d_err, graphs=tuple(dynamo_graphs), graph_breaks=tuple(breaks),
+                           recompiles=tuple(recompiles)),
+        aot_autograd=AotStage(status=a_status, error=a_err, graphs=tuple(aot_graphs)),
+        inductor=InductorStage(status=i_status, error=i_err, outputs=tuple(outputs)),
+    )
+    return stages, tuple(metrics)
+
+
+_ORDER = ("dynamo", "aot_autograd", "inductor")
+
+
+def _after(stage: str, failed: str) -> bool:
+    return failed in _ORDER and stage in _ORDER and _ORDER.index(stage) > _ORDER.index(failed)
+
+
+def failure_from_metrics(metrics: Iterable[CompileMetrics], stages: Stages) -> Optional[Failure]:
+    """A failed compile recorded in compilation_metrics, attributed to the stage that failed."""
+    for m in metrics:
+        if not m.fail_type:
+            continue
+        has_aot = any(g.compile_id == m.compile_id for g in stages.aot_autograd.graphs)
+        stage = "inductor" if has_aot else ("aot_autograd" if "Backend" in m.fail_type else "dynamo")
+        return Failure(stage, f"{m.fail_type}: {m.fail_reason.strip().splitlines()[0] if m.fail_reason else ''}".strip())
+    return None

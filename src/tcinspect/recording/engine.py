@@ -1,0 +1,263 @@
+"""Run torch.compile once and record every stage through the structured trace."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from tcinspect import __version__
+from tcinspect.recording import _compat, assemble, modelfile
+from tcinspect.recording import events as ev_mod
+from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
+from tcinspect.report import Options, Report, Target
+
+
+class Recorder(logging.Handler):
+    """A logging handler that keeps every structured-trace event of interest, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.events: list[ev_mod.Event] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = getattr(record, "metadata", None)
+        if not isinstance(metadata, dict):
+            return
+        if ev_mod.event_name(metadata) in ev_mod.IGNORED:
+            return
+        self.events.append(ev_mod.from_record(metadata, getattr(record, "payload", None)))
+
+
+def _move(value: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(_move(v, device) for v in value)
+    if isinstance(value, list):
+        return [_move(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: _move(v, device) for k, v in value.items()}
+    return value
+
+
+def _check_device(device: str) -> None:
+    if device in ("", "cpu"):
+        return
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceError("--device cuda was asked for, but this machine has no CUDA GPU (torch.cuda.is_available() is False)",
+                          "run on a GPU machine, or use --device cpu")
+    if not device.startswith(("cuda", "cpu")):
+        raise UsageError(f"unknown device '{device}'", "use --device cpu or --device cuda")
+
+
+def _device_of(model: Any, inputs: Sequence[Any]) -> str:
+    import torch
+
+    for value in inputs:
+        if isinstance(value, torch.Tensor):
+            return value.device.type
+    params = getattr(model, "parameters", None)
+    if callable(params):
+        for p in params():
+            return p.device.type
+    return "cpu"
+
+
+def _scalar_loss(out: Any) -> Any:
+    """A scalar from every output tensor that requires grad, or None if none does."""
+    import torch
+
+    found: list[Any] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            if v.requires_grad and (v.is_floating_point() or v.is_complex()):
+                found.append(v)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    walk(out)
+    if not found:
+        return None
+    return sum(t.real.float().sum() if t.is_complex() else t.float().sum() for t in found)
+
+
+@contextlib.contextmanager
+def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]:
+    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them)."""
+    cwd = os.getcwd()
+    old_argv = list(sys.argv)
+    old_path = list(sys.path)
+    if path is not None:
+        sys.path.insert(0, str(path.resolve().parent))
+    if argv is not None:
+        sys.argv = argv
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        sys.argv = old_argv
+        sys.path[:] = old_path
+
+
+def _failure(exc: BaseException) -> assemble.Failure:
+    root = _compat.compiler_error_root(exc)
+    return assemble.Failure(_compat.stage_of_exception(exc), modelfile.describe(root))
+
+
+class _Run:
+    """One recorded compile: the handler, the caches and the failure, if any."""
+
+    def __init__(self, options: Options, fresh: bool) -> None:
+        self.options = options
+        self.fresh = fresh
+        self.recorder = Recorder()
+        self.failure: Optional[assemble.Failure] = None
+        self.seconds = 0.0
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        _compat.reset_dynamo()
+        start = time.perf_counter()
+        with contextlib.ExitStack() as stack:
+            if self.fresh:
+                stack.enter_context(_compat.private_inductor_cache())
+            stack.enter_context(_compat.trace_handler(self.recorder))
+            try:
+                yield
+            finally:
+                self.seconds = time.perf_counter() - start
+                _compat.reset_dynamo()
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"backend": self.options.backend, "fullgraph": self.options.fullgraph}
+        if self.options.mode:
+            kw["mode"] = self.options.mode
+        if self.options.dynamic:
+            kw["dynamic"] = {"true": True, "false": False}[self.options.dynamic]
+        return kw
+
+    def call(self, compiled: Callable[..., Any], inputs: tuple, where: Path | None) -> bool:
+        """Run one input set (and its backward); False if a compiler stage failed."""
+        try:
+            out = compiled(*inputs)
+            if self.options.backward:
+                loss = _scalar_loss(out)
+                if loss is not None:
+                    loss.backward()
+            return True
+        except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
+            if _compat.is_compiler_exception(exc):
+                self.failure = _failure(exc)
+                return False
+            frame = modelfile.user_frame(exc, where) if where is not None else ""
+            raise ModelRaisedError(
+                f"{frame + ': ' if frame else ''}the model raised {modelfile.describe(exc)}",
+                "fix the model so that it runs eagerly (call it once without torch.compile to debug)",
+            ) from exc
+
+    def report(self, target: Target, device: str) -> Report:
+        stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=self.failure)
+        failure = self.failure or assemble.failure_from_metrics(metrics, stages)
+        if failure is not None and self.failure is None:
+            stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=failure)
+        return Report(
+            torch_version=_compat.torch_version(),
+            device=device,
+            target=target,
+            options=self.options,
+            stages=stages,
+            compiles=metrics,
+            error=f"{failure.stage} stage failed: {failure.message}" if failure else "",
+            tcinspect_version=__version__,
+            timings=(("capture_s", round(self.seconds, 3)),),
+        )
+
+
+def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[tuple] = (),
+            options: Optional[Options] = None, fresh: bool = False) -> Report:
+    """Compile ``model`` once on ``inputs`` (then each of ``input_sets``) and return the report.
+
+    Args:
+        model: an ``nn.Module`` or any callable.
+        *inputs: its positional arguments.
+        input_sets: further argument tuples, called in order after ``inputs`` (recompiles recorded).
+        options: torch.compile options (backend, mode, fullgraph, dynamic) and whether to run backward.
+        fresh: compile cold, in a private Inductor cache directory.
+    """
+    opts = options or Options()
+    target = Target(kind="callable", model_name=getattr(model, "__name__", type(model).__name__),
+                    input_sets=len(input_sets))
+    return _capture_loaded(modelfile.LoadedModel(model, tuple(inputs), list(input_sets)), target, opts, fresh, None)
+
+
+def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options, fresh: bool,
+                    where: Optional[Path]) -> Report:
+    if not opts.device and loaded.device:
+        opts = replace(opts, device=loaded.device)
+    _check_device(opts.device)
+    model, inputs, sets = loaded.model, loaded.example_inputs, loaded.input_sets
+    if opts.device:
+        if hasattr(model, "to") and callable(model.to):
+            model = model.to(opts.device)
+        inputs = _move(inputs, opts.device)
+        sets = [_move(s, opts.device) for s in sets]
+    device = opts.device or _device_of(model, inputs)
+    run = _Run(opts, fresh)
+    with run.recording():
+        compiled = _compat.compile_fn(model, **run.compile_kwargs())
+        for args in [inputs, *sets]:
+            if not run.call(compiled, args, where):
+                break
+    return run.report(target, device)
+
+
+def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
+                 options: Optional[Options] = None, fresh: bool = False,
+                 script_args: Sequence[str] = ()) -> Report:
+    """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script."""
+    opts = options or Options()
+    src = modelfile.read(path, model_name)
+    if src.is_script:
+        return _capture_script(src, opts, fresh, list(script_args), model_name)
+    with _isolated(src.path, None):
+        loaded = modelfile.load(src, model_name, inputs_name, opts.device)
+        target = Target(kind="model", path=str(path), sha256=src.sha256, model_name=model_name,
+                        inputs_name=inputs_name, input_sets=len(loaded.input_sets))
+        return _capture_loaded(loaded, target, opts, fresh, src.path)
+
+
+def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str) -> Report:
+    _check_device(opts.device)
+    run = _Run(opts, fresh)
+    with _isolated(src.path, [str(src.path), *args]), run.recording():
+        try:
+            modelfile.execute(src, "__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise ModelRaisedError(f"{src.path}: the script exited with status {exc.code!r}",
+                                       "fix the script, or give its arguments after `--`") from None
+        except Exception as exc:  # noqa: BLE001
+            if _compat.is_compiler_exception(exc):
+                run.failure = _failure(exc)
+            else:
+                raise modelfile.script_frame_error(exc, src.path) from exc
+    if not run.recorder.events:
+        raise ModelFileError(f"{src.path} defines no `{model_name}` and compiled nothing when run as a script",
+                             f"define `{model_name}` and `example_inputs`, or call torch.compile in the script")
+    target = Target(kind="script", path=str(src.path), sha256=src.sha256)
+    return run.report(target, opts.device or "cpu")

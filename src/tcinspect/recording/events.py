@@ -1,0 +1,115 @@
+"""Structured-trace events, normalised across torch versions. No torch import.
+
+Every other capture module reads ``Event`` objects, never raw records, so that differences in
+how a torch version names or nests an event are handled here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Union
+
+# Keys PyTorch adds beside an event's own metadata (torch/_logging/_internal.py, trace_structured).
+_CONTEXT_KEYS = frozenset(
+    {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "stack",
+     "severity", "timestamp", "pathname", "thread", "subgraph_name"}
+)
+
+# Events tcinspect has no use for; dropped at the handler so they cost nothing downstream.
+IGNORED = frozenset({"chromium_event", "str", "describe_storage", "describe_tensor", "describe_source"})
+
+
+
+@dataclass(frozen=True)
+class Event:
+    """One structured-trace record: its normalised name, compile id and payload."""
+
+    name: str
+    frame_id: Optional[int] = None
+    frame_compile_id: Optional[int] = None
+    attempt: int = 0
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    payload: str = ""
+
+    @property
+    def compile_id(self) -> str:
+        if self.frame_id is None:
+            return ""
+        return f"{self.frame_id}/{self.frame_compile_id}"
+
+
+def event_name(metadata: dict[str, Any]) -> str:
+    """The name of a raw record's event (an artifact's own name for artifacts).
+
+    The same artifact is a top-level event in some versions and an "artifact" in others (torch
+    2.13 logs inductor_post_grad_graph as an artifact on an FX graph cache miss and as a
+    top-level event on a hit): both arrive under one name.
+    """
+    for key, value in metadata.items():
+        if key in _CONTEXT_KEYS:
+            continue
+        if key == "artifact" and isinstance(value, dict):
+            name = str(value.get("name", "artifact"))
+        else:
+            name = key
+        return name
+    return ""
+
+
+def from_record(metadata: dict[str, Any], payload: Any) -> Event:
+    """Normalise one raw ``(record.metadata, record.payload)`` pair."""
+    name = event_name(metadata)
+    own = metadata.get("artifact") if "artifact" in metadata else metadata.get(name)
+    if payload is None:
+        text = ""
+    elif isinstance(payload, str):
+        text = payload
+    else:
+        text = json.dumps(payload)
+    return Event(
+        name=name,
+        frame_id=metadata.get("frame_id"),
+        frame_compile_id=metadata.get("frame_compile_id"),
+        attempt=int(metadata.get("attempt") or 0),
+        meta=own if isinstance(own, dict) else {},
+        payload=text,
+    )
+
+
+def read_jsonl(path: Union[str, Path]) -> list[Event]:
+    """Read a recorded trace: one ``{"meta": ..., "payload": ...}`` object a line (.gz too)."""
+    out = []
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            rec = json.loads(line)
+            if event_name(rec["meta"]) in IGNORED:
+                continue
+            out.append(from_record(rec["meta"], rec.get("payload")))
+    return out
+
+
+def by_compile_id(events: Iterable[Event]) -> dict[str, list[Event]]:
+    """Group events by compile id, keeping first-seen order of ids and of events."""
+    groups: dict[str, list[Event]] = {}
+    for ev in events:
+        if ev.compile_id:
+            groups.setdefault(ev.compile_id, []).append(ev)
+    return groups
+
+
+def named(events: Iterable[Event], *names: str) -> Iterator[Event]:
+    return (e for e in events if e.name in names)
+
+
+def json_payload(ev: Event) -> Any:
+    try:
+        return json.loads(ev.payload) if ev.payload else None
+    except ValueError:
+        return None

@@ -1,0 +1,94 @@
+"""Guards: parse Dynamo's guard tree (``dynamo_cpp_guards_str``) into classified guards."""
+
+from __future__ import annotations
+
+import re
+
+from tcinspect.report import Guard
+
+_LEAF = re.compile(r"\+-\s+(?P<type>[A-Z][A-Z0-9_]*):\s*(?P<rest>.*)$")
+_SOURCE = re.compile(r"((?:L|G)\[[^\]]+\](?:\.[A-Za-z_]\w*|\[[^\]]+\]|\(\))*)")
+
+# PyTorch's guard names, grouped into the kinds the torch.compile tutorials use.
+_KINDS = {
+    "TENSOR_MATCH": "tensor",
+    "TYPE_MATCH": "type",
+    "ID_MATCH": "identity",
+    "CLOSURE_MATCH": "identity",
+    "NOT_NONE": "identity",
+    "IS_NONE": "identity",
+    "OBJECT_ALIASING": "identity",
+    "NO_TENSOR_ALIASING": "identity",
+    "EQUALS_MATCH": "value",
+    "CONSTANT_MATCH": "value",
+    "BOOL_MATCH": "value",
+    "NONE_MATCH": "value",
+    "LENGTH_CHECK": "value",
+    "SEQUENCE_LENGTH": "value",
+    "DICT_LENGTH": "value",
+    "TUPLE_ITERATOR_LEN": "value",
+    "RANGE_ITERATOR_MATCH": "value",
+    "GLOBAL_STATE": "global_state",
+    "DEFAULT_DEVICE": "global_state",
+    "TORCH_FUNCTION_MODE_STACK": "global_state",
+    "GRAD_MODE": "global_state",
+    "DETERMINISTIC_ALGORITHMS": "global_state",
+    "DUAL_LEVEL": "global_state",
+    "FUNCTORCH_STACK_MATCH": "global_state",
+    "AUTOGRAD_SAVED_TENSORS_HOOKS": "global_state",
+    "HASATTR": "attribute",
+    "NO_HASATTR": "attribute",
+    "DICT_CONTAINS": "attribute",
+    "DIMENSION_DYNAMIC_MARKING_GUARD": "attribute",
+    "DICT_VERSION": "attribute",
+    "DISPATCH_KEY_SET_MATCH": "attribute",
+    "WEAKREF_ALIVE": "identity",
+    "SHAPE_ENV": "shape",
+}
+
+
+def classify(guard_type: str, expression: str) -> str:
+    """The kind of a guard: tensor, shape, value, type, identity, attribute, global_state, other."""
+    kind = _KINDS.get(guard_type)
+    if kind:
+        return kind
+    if guard_type == "LAMBDA_GUARD":
+        if "saved_tensors_hooks" in expression:
+            return "global_state"
+        if re.search(r"\.size\(\)|\.stride\(\)|storage_offset|\bs\d+\b", expression):
+            return "shape"
+        if "==" in expression or "!=" in expression:
+            return "value"
+    return "other"
+
+
+def source_of(expression: str) -> str:
+    m = _SOURCE.search(expression)
+    return m.group(1) if m else ""
+
+
+_OBJECT_ID = re.compile(r"(___check_(?:obj|type)_id\((?:[^()]|\([^()]*\))*?,\s*)\d+")
+_ADDRESS = re.compile(r"\b0x[0-9a-f]{6,}\b")
+
+
+def _stable(expression: str) -> str:
+    """Object ids and addresses differ on every run; the report keeps the check, not the number."""
+    return _ADDRESS.sub("0x…", _OBJECT_ID.sub(r"\1<id>", expression))
+
+
+def parse_guards(text: str) -> tuple[Guard, ...]:
+    """Leaf guards of a guard-manager tree, in the order PyTorch prints them."""
+    out = []
+    for line in text.splitlines():
+        m = _LEAF.search(line)
+        if not m:
+            continue
+        rest = m["rest"]
+        expression, _, comment = rest.partition("  # ")
+        expression = _stable(expression.strip())
+        user_code = comment.strip()
+        # the comment reads "<user line>  # <file>:<line> in <fn>"; keep both halves readable
+        user_code = re.sub(r"\s+#\s+", "  # ", user_code)
+        out.append(Guard(kind=classify(m["type"], expression), guard_type=m["type"], source=source_of(expression),
+                         expression=expression, user_code=user_code))
+    return tuple(out)

@@ -1,0 +1,208 @@
+"""The model-file contract: load ``model`` / ``example_inputs`` / ``input_sets`` from a Python file.
+
+A file that defines no ``model`` (found statically, without running it) is a script: it runs
+as ``__main__`` and everything it compiles is recorded.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError
+
+
+@dataclass
+class ModelSource:
+    """A model file read and checked, not yet run."""
+
+    path: Path
+    text: str
+    sha256: str
+    code: types.CodeType
+    is_script: bool
+    #: `device = "..."` as a top-level constant, read without running the file ("" if none).
+    device: str = ""
+
+
+@dataclass
+class LoadedModel:
+    model: Callable[..., Any]
+    example_inputs: tuple
+    input_sets: list[tuple] = field(default_factory=list)
+    #: The device the file asks for (its optional `device` name): the default for --device.
+    device: str = ""
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read(path: str | os.PathLike, model_name: str = "model") -> ModelSource:
+    """Read and compile a model file; decide statically whether it is a model file or a script."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelFileError(f"model file '{p}' does not exist", "check the path")
+    if p.is_dir():
+        raise ModelFileError(f"'{p}' is a directory, not a model file",
+                             "give the path of a .py file that defines `model` and `example_inputs`")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read '{p}': {exc.strerror}", "check the file's permissions") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(f"'{p}' is not UTF-8 text (bad byte at offset {exc.start})",
+                             "give a Python source file saved as UTF-8") from None
+    try:
+        code = compile(text, str(p), "exec", dont_inherit=True)
+        tree = ast.parse(text, str(p))
+    except SyntaxError as exc:
+        raise ModelFileError(f"{p}:{exc.lineno}: syntax error: {exc.msg}",
+                             f"fix the model file (`python -m py_compile {p}` shows the same)") from None
+    except ValueError as exc:  # e.g. null bytes
+        raise ModelFileError(f"'{p}' is not Python source ({exc})", "give a .py model file") from None
+    return ModelSource(path=p, text=text, sha256=hashlib.sha256(data).hexdigest(), code=code,
+                       is_script=model_name not in _top_level_names(tree.body), device=_constant(tree, "device"))
+
+
+def _constant(tree: ast.Module, name: str) -> str:
+    """The value of a top-level `name = "literal"` assignment, or ""."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return node.value.value
+    return ""
+
+
+def _top_level_names(body: list[ast.stmt]) -> set[str]:
+    """Names a module binds at its top level (also inside top-level if/try/with blocks)."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for sub in ast.walk(t):
+                    if isinstance(sub, ast.Name):
+                        names.add(sub.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                names |= _top_level_names(getattr(node, block, []) or [])
+            for handler in getattr(node, "handlers", []) or []:
+                names |= _top_level_names(handler.body)
+    return names
+
+
+def user_frame(exc: BaseException, path: Path) -> str:
+    """'file:line' of the deepest traceback frame inside the model file, or ''."""
+    target = os.path.realpath(path)
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.realpath(frame.filename) == target:
+            where = f"{path.name}:{frame.lineno}"
+    return where
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def execute(src: ModelSource, run_name: str) -> dict[str, Any]:
+    """Run the file's code as module ``run_name``; returns its namespace."""
+    module = types.ModuleType(run_name)
+    module.__file__ = str(src.path)
+    namespace = module.__dict__
+    namespace["__builtins__"] = __builtins__
+    if run_name != "__main__":
+        sys.modules[run_name] = module
+    exec(src.code, namespace)
+    return namespace
+
+
+def load(src: ModelSource, model_name: str = "model", inputs_name: str = "example_inputs",
+         device_override: str = "") -> LoadedModel:
+    """Import a model file and check it against the contract."""
+    # checked before the file runs: a GPU-only file may import GPU-only packages at the top
+    _check_device(device_override or src.device, src.path)
+    run_name = "tcinspect_model_" + src.sha256[:12]
+    try:
+        namespace = execute(src, run_name)
+    except SystemExit as exc:
+        raise ModelFileError(f"{src.path}: the model file called sys.exit({exc.code!r}) while being imported",
+                             "move script code under `if __name__ == \"__main__\":`") from None
+    except Exception as exc:  # noqa: BLE001 - any error in user code becomes one line
+        where = user_frame(exc, src.path) or str(src.path)
+        raise ModelFileError(f"{where}: importing the model file raised {describe(exc)}",
+                             "fix the model file (run it with python to see the full error)") from exc
+    finally:
+        sys.modules.pop(run_name, None)
+
+    if model_name not in namespace:
+        raise ModelFileError(f"{src.path} defines no `{model_name}`", f"define `{model_name}` or pass --model NAME")
+    model = namespace[model_name]
+    if not callable(model):
+        raise ModelFileError(f"`{model_name}` in {src.path} is a {type(model).__name__}, not an nn.Module or callable",
+                             f"set `{model_name}` to the module or function to compile")
+    _check_device(device_override or namespace.get("device", ""), src.path)
+    if inputs_name not in namespace:
+        raise ModelFileError(f"{src.path} defines `{model_name}` but no `{inputs_name}`",
+                             f"add `{inputs_name} = (torch.randn(...),)` (a tuple of positional arguments)")
+    inputs = _as_inputs(namespace[inputs_name], inputs_name, src.path)
+    sets_value = namespace.get("input_sets", [])
+    if not isinstance(sets_value, (list, tuple)):
+        raise ModelFileError(f"`input_sets` in {src.path} is a {type(sets_value).__name__}, not a list",
+                             "make `input_sets` a list of tuples of positional arguments")
+    device = namespace.get("device", "")
+    if not isinstance(device, str):
+        device = str(device)  # a torch.device
+    sets = [_as_inputs(s, f"input_sets[{i}]", src.path) for i, s in enumerate(sets_value)]
+    return LoadedModel(model=model, example_inputs=inputs, input_sets=sets, device=device)
+
+
+def _check_device(device: Any, path: Path) -> None:
+    """A file that asks for CUDA on a machine without it fails here, before its inputs are made."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise DeviceError(f"{path} needs a CUDA GPU (it sets device = {str(device)!r}) and this machine has none",
+                              "run it on a machine with a CUDA GPU")
+
+
+def _as_inputs(value: Any, name: str, path: Path) -> tuple:
+    if callable(value) and not isinstance(value, tuple) and not hasattr(value, "shape"):
+        try:
+            value = value()
+        except Exception as exc:  # noqa: BLE001
+            where = user_frame(exc, path) or str(path)
+            raise ModelRaisedError(f"{where}: calling `{name}()` raised {describe(exc)}",
+                                   f"fix `{name}` so that it returns a tuple of positional arguments") from exc
+    if not isinstance(value, tuple):
+        hint = " (one tensor? write `(x,)`)" if hasattr(value, "shape") else ""
+        raise ModelFileError(
+            f"`{name}` in {path} is a {type(value).__name__}, not a tuple{hint}",
+            f"make `{name}` a tuple of positional arguments, or a zero-argument function returning one",
+        )
+    return value
+
+
+def script_frame_error(exc: BaseException, path: Path) -> Optional[ModelRaisedError]:
+    """The one-line error for a script that raised, naming its line."""
+    where = user_frame(exc, path) or str(path)
+    return ModelRaisedError(f"{where}: the script raised {describe(exc)}",
+                            "fix the script (run it with python to see the full error)")

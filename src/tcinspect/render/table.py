@@ -1,0 +1,242 @@
+"""Report -> Rich renderables for the terminal. Pure: never prints, never imports torch."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable, Optional, Sequence
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Kernel, Report
+
+#: Stages `trace --stage` can select, in display order.
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
+
+_STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
+
+
+def _status(status: str, error: str = "") -> Text:
+    text = Text(status, style=_STATUS_STYLE.get(status, ""))
+    if error:
+        text.append(f"  {error}", style="dim" if status == NOT_RUN else "red")
+    return text
+
+
+def header(rep: Report) -> Text:
+    t = rep.target
+    what = {"model": f"{t.path} (model `{t.model_name}`)", "script": f"{t.path} (script)"}.get(t.kind, t.model_name or "callable")
+    line = Text()
+    line.append("tcinspect ", style="bold")
+    line.append(what, style="bold cyan")
+    opts = rep.options
+    extras = [f"backend={opts.backend}"] + ([f"mode={opts.mode}"] if opts.mode else []) + \
+        (["fullgraph"] if opts.fullgraph else []) + ([f"dynamic={opts.dynamic}"] if opts.dynamic else [])
+    line.append(f"  torch {rep.torch_version} · {rep.device} · {' '.join(extras)}", style="dim")
+    return line
+
+
+def summary(rep: Report) -> RenderableType:
+    s = rep.summary
+    table = Table(title="Summary", title_justify="left", show_header=False, box=None, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_column(style="dim")
+    table.add_row("graphs", str(s.graphs), "FX graphs Dynamo captured (one per compiled frame)")
+    table.add_row("graph breaks", str(s.graph_breaks), f"{s.distinct_graph_breaks} distinct")
+    table.add_row("recompiles", str(s.recompiles), "")
+    table.add_row("guards", str(s.guards), "")
+    table.add_row("AOT graphs", str(s.aot_graphs), "joint / forward / backward / inference")
+    table.add_row("kernels", str(s.kernels), "launched by Inductor's wrappers")
+    table.add_row("compile time", f"{s.compile_time_s:.2f} s", _stage_times(rep))
+    table.add_row("FX graph cache", f"{s.cache_hits} hit / {s.cache_misses} miss", "")
+    stages = Table(show_header=False, box=None, padding=(0, 2))
+    stages.add_column(style="bold")
+    stages.add_column()
+    for name, st in (("dynamo", rep.stages.dynamo), ("aot_autograd", rep.stages.aot_autograd),
+                     ("inductor", rep.stages.inductor)):
+        stages.add_row(name, _status(st.status, st.error))
+    parts: list[RenderableType] = [table, stages]
+    if rep.error:
+        parts.append(Text(f"capture incomplete: {rep.error}", style="bold red"))
+    return Group(*parts)
+
+
+def _stage_times(rep: Report) -> str:
+    backend = sum(c.backend_compile_time_s for c in rep.compiles)
+    inductor = sum(c.inductor_compile_time_s for c in rep.compiles)
+    return f"backend {backend:.2f} s, inductor {inductor:.2f} s"
+
+
+def _shape(dtype: str, shape: Sequence[str]) -> str:
+    if not dtype:
+        return ""
+    return f"{dtype}[{', '.join(shape)}]" if dtype != "sym" else "sym"
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def node_table(graph: Graph, title: str) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("op")
+    table.add_column("name", style="cyan")
+    table.add_column("target")
+    table.add_column("args", style="dim")
+    table.add_column("tensor")
+    table.add_column("source", style="dim")
+    saved = set(graph.saved_for_backward)
+    for i, n in enumerate(graph.nodes):
+        name = n.name + (" ★" if n.name in saved else "")
+        src = f"{n.source.short()}" if n.source else ""
+        table.add_row(str(i), n.op, name, _clip(n.target, 40), _clip(n.args, 40), _shape(n.dtype, n.shape), src)
+    return table
+
+
+def code_panel(code: str, title: str, language: str = "python") -> Panel:
+    return Panel(Syntax(code.rstrip("\n"), language, line_numbers=False, word_wrap=True), title=title, title_align="left")
+
+
+def dynamo(rep: Report, code: bool = False) -> RenderableType:
+    st = rep.stages.dynamo
+    parts: list[RenderableType] = [Text.assemble(("Dynamo  ", "bold magenta"), _status(st.status, st.error))]
+    for g in st.graphs:
+        loc = f"{g.file.rsplit('/', 1)[-1]}:{g.line}" if g.file else ""
+        title = f"dynamo_output_graph {g.compile_id} · {g.function} ({loc}) · {g.graph.op_count} ops"
+        parts.append(node_table(g.graph, title))
+        if code:
+            parts.append(code_panel(g.graph.code, f"code · {g.compile_id}"))
+    if st.recompiles:
+        t = Table(title="Recompiles", title_justify="left", header_style="bold")
+        t.add_column("compile id")
+        t.add_column("function")
+        t.add_column("reason (failed guard)")
+        for r in st.recompiles:
+            t.add_row(r.compile_id, r.function, "\n".join(r.reasons) or "(PyTorch gave no reason)")
+        parts.append(t)
+    return Group(*parts)
+
+
+#: Guard kinds `trace` lists one by one; the rest (Dynamo's bookkeeping on types, object ids and
+#: attributes) are counted, and listed in full in YAML/JSON.
+USER_GUARD_KINDS = ("tensor", "shape", "value", "global_state")
+
+
+def guard_expression(guard_type: str, expression: str) -> str:
+    """A guard's check, shortened where PyTorch's text is mostly noise (TENSOR_MATCH's key set)."""
+    if guard_type == "TENSOR_MATCH":
+        return re.sub(r"DispatchKeySet\([^)]*\),\s*", "", expression)
+    return expression
+
+
+def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
+    parts: list[RenderableType] = [Text("Guards", style="bold magenta")]
+    for g in rep.stages.dynamo.graphs:
+        counts = Counter(x.kind for x in g.guards)
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        t = Table(title=f"guards {g.compile_id} · {g.function} · {len(g.guards)} ({kinds})", title_justify="left",
+                  header_style="bold")
+        t.add_column("kind")
+        t.add_column("guard")
+        t.add_column("source", style="cyan")
+        t.add_column("check", style="dim")
+        shown = [x for x in g.guards if all_kinds or x.kind in USER_GUARD_KINDS]
+        for x in shown:
+            t.add_row(x.kind, x.guard_type, _clip(x.source, 50), _clip(guard_expression(x.guard_type, x.expression), 110))
+        parts.append(t)
+        if len(shown) < len(g.guards):
+            parts.append(Text(f"  + {len(g.guards) - len(shown)} type / identity / attribute guards (all are in YAML/JSON)",
+                              style="dim"))
+    return Group(*parts)
+
+
+def breaks_table(items: Iterable[GraphBreak], title: str = "Graph breaks") -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    t.add_column("compile id")
+    t.add_column("where", style="cyan")
+    t.add_column("type")
+    t.add_column("reason", style="dim")
+    for b in items:
+        where = f"{b.user_frame.short()} in {b.user_frame.function}" if b.user_frame else "?"
+        kind = b.break_type + (f" ({b.gb_id})" if b.gb_id else "")
+        t.add_row(b.compile_id, where, kind, _clip(b.explanation, 100))
+    return t
+
+
+def breaks(rep: Report) -> RenderableType:
+    items = rep.stages.dynamo.graph_breaks
+    if not items:
+        return Text("Graph breaks: none", style="bold green")
+    return breaks_table(items)
+
+
+def aot(rep: Report, code: bool = False) -> RenderableType:
+    st = rep.stages.aot_autograd
+    parts: list[RenderableType] = [Text.assemble(("AOTAutograd  ", "bold magenta"), _status(st.status, st.error))]
+    for g in st.graphs:
+        for label, graph in (("aot_forward_graph", g.forward), ("aot_backward_graph", g.backward),
+                             ("aot_inference_graph", g.inference)):
+            if graph is None:
+                continue
+            title = f"{label} {g.compile_id} · {graph.op_count} ops"
+            if graph.saved_for_backward:
+                title += f" · saved for backward (★): {', '.join(graph.saved_for_backward)}"
+            parts.append(node_table(graph, title))
+            if code:
+                parts.append(code_panel(graph.code, f"{label} {g.compile_id}"))
+        if code and g.joint is not None:
+            parts.append(code_panel(g.joint.code, f"aot_joint_graph {g.compile_id}"))
+    return Group(*parts)
+
+
+def kernel_table(kernels: Sequence[Kernel], title: str) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    t.add_column("#", justify="right", style="dim")
+    t.add_column("kernel", style="cyan")
+    t.add_column("kind")
+    t.add_column("fused ATen ops")
+    t.add_column("source nodes", style="dim")
+    t.add_column("user lines", style="dim")
+    t.add_column("size", justify="right")
+    for i, k in enumerate(kernels):
+        lines = ", ".join(x.rsplit("/", 1)[-1] for x in k.user_lines)
+        t.add_row(str(i), k.name, k.kind, _clip(", ".join(k.aten_ops), 60), _clip(", ".join(k.source_nodes), 40),
+                  lines, k.numel)
+    return t
+
+
+def inductor(rep: Report, code: bool = False) -> RenderableType:
+    st = rep.stages.inductor
+    parts: list[RenderableType] = [Text.assemble(("Inductor  ", "bold magenta"), _status(st.status, st.error))]
+    for o in st.outputs:
+        cache = f" · FX graph cache {o.cache}" if o.cache else ""
+        parts.append(kernel_table(o.kernels, f"inductor_output_code {o.compile_id} {o.part} · {len(o.kernels)} kernels{cache}"))
+        if code:
+            for k in o.kernels:
+                if k.source:
+                    parts.append(code_panel(k.source, k.name, "cpp" if k.language == "cpp" else "python"))
+    return Group(*parts)
+
+
+def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False) -> RenderableType:
+    """The whole `trace` view: header, summary, then each selected stage."""
+    chosen = [s for s in STAGES if stages is None or s in stages]
+    parts: list[RenderableType] = [header(rep)]
+    builders = {
+        "summary": lambda: summary(rep),
+        "dynamo": lambda: dynamo(rep, code),
+        "guards": lambda: guards(rep),
+        "breaks": lambda: breaks(rep),
+        "aot": lambda: aot(rep, code),
+        "inductor": lambda: inductor(rep, code),
+    }
+    for s in chosen:
+        parts.append(Text(""))
+        parts.append(builders[s]())
+    return Group(*parts)

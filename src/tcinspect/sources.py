@@ -1,0 +1,78 @@
+"""Where a command's report comes from: a saved report, the cache, or a fresh capture."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from tcinspect import cache, serialize
+from tcinspect.errors import ModelFileError, ReportFormatError, StageFailedError
+from tcinspect.report import Options, Report
+
+REPORT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    report: Report
+    #: "" when freshly captured; else where the report came from, for a line on stderr.
+    note: str = ""
+
+
+def is_report_path(file: str) -> bool:
+    return file.lower().endswith(REPORT_SUFFIXES)
+
+
+def resolve(
+    file: Optional[str],
+    options: Options,
+    *,
+    model_name: str = "model",
+    inputs_name: str = "example_inputs",
+    fresh: bool = False,
+    script_args: Sequence[str] = (),
+    also_accept: Sequence[Options] = (),
+    on_capture: Optional[Callable[[str], None]] = None,
+) -> Resolved:
+    """The report for ``file``: a saved report, a current cached one, or a new capture.
+
+    ``also_accept`` lists other capture options whose cached reports answer too (a full
+    Inductor trace answers `breaks`, which itself needs only Dynamo).
+    """
+    if file is None:
+        entry = cache.latest()
+        if entry is None:
+            raise ReportFormatError(f"no FILE given and no earlier trace in {cache.cache_dir()}/",
+                                    "run `tcinspect trace model.py` first, or give a model file or a saved report")
+        return Resolved(entry.report, entry.describe())
+    if is_report_path(file):
+        return Resolved(serialize.load(file), f"from saved report {file}")
+
+    path = Path(file)
+    if not path.is_file():
+        # let the model-file reader produce its precise error (missing, directory, ...)
+        from tcinspect.recording import modelfile
+
+        modelfile.read(path, model_name)
+        raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    extra = (model_name, inputs_name, *script_args)
+    keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]
+    if not fresh:
+        entry = cache.lookup(path, keys)
+        if entry is not None:
+            return Resolved(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
+
+    if on_capture is not None:
+        on_capture(file)
+    from tcinspect.recording.engine import capture_file  # torch is imported only here
+
+    report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
+                          script_args=script_args)
+    if report.ok:
+        cache.store(path, keys[0], report)
+    else:
+        raise StageFailedError(report.error, "the report shows the stages that worked; --debug for details", report)
+    return Resolved(report)

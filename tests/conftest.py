@@ -1,0 +1,61 @@
+"""Shared fixtures: compiled captures are session-scoped (Inductor on 2 CPU cores is slow)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_models"
+DATA = Path(__file__).resolve().parent / "data"
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+@pytest.fixture(autouse=True)
+def _private_report_cache(tmp_path, monkeypatch):
+    """Every test gets its own tcinspect report cache, so no test reuses another's report."""
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "tcinspect-cache"))
+
+
+@pytest.fixture(scope="session")
+def inductor_cache(tmp_path_factory):
+    """One Inductor cache for the whole session: the second compile of a model is warm."""
+    d = tmp_path_factory.mktemp("inductor-cache")
+    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_report(inductor_cache):
+    """sample_models/tiny.py through Inductor (C++ kernels), forward + backward, cold."""
+    from tcinspect.recording.engine import capture_file
+
+    return capture_file(SAMPLES / "tiny.py")
+
+
+@pytest.fixture(scope="session")
+def breaks_report(inductor_cache):
+    """sample_models/graph_breaks.py through aot_eager (Dynamo + AOTAutograd, no Inductor)."""
+    from tcinspect.recording.engine import capture_file
+    from tcinspect.report import Options
+
+    return capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="aot_eager"))
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: int = 600):
+    """Run the real CLI in a subprocess; returns CompletedProcess with text output."""
+    import subprocess
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "tcinspect", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd or ROOT, timeout=timeout)

@@ -1,0 +1,2 @@
+model = 42
+example_inputs = ()

@@ -1,0 +1,4 @@
+"""Defines neither `model` nor compiles anything."""
+import torch
+
+x = torch.ones(2)
