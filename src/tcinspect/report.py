@@ -86,6 +86,9 @@ class GraphBreak:
     reason: str = ""  # what Dynamo was doing, e.g. "attempting to trace CALL ..."
     explanation: str = ""
     hints: tuple[str, ...] = ()
+    fix: str = ""  # tcinspect's suggested fix (falls back to PyTorch's first hint)
+    #: The user's source around the break: (line number, text) pairs, when the file was readable.
+    context: tuple[tuple[int, str], ...] = ()
     raw: str = ""  # PyTorch's full text, kept for versions whose wording we do not parse
 
 

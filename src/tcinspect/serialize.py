@@ -152,7 +152,11 @@ _Dumper.add_representer(list, _list_representer)
 
 def dumps(rep: model.Report, fmt: str, *, timings: bool = True) -> str:
     """The report as YAML or JSON text (stable key order, code as YAML block scalars)."""
-    data = to_dict(rep, timings=timings)
+    return dump_data(to_dict(rep, timings=timings), fmt)
+
+
+def dump_data(data: Any, fmt: str) -> str:
+    """Plain data as YAML or JSON text, in the report's style."""
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if fmt == "yaml":

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Callable, Iterator, List, Optional
+from typing import Annotated, Any, Callable, Iterator, List, Optional, Sequence
 
 import typer
 from rich.console import Console, RenderableType
@@ -78,22 +78,58 @@ def note(text: str) -> None:
         sys.stderr.write(f"tcinspect: {text}\n")
 
 
+def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fresh: bool,
+                script_args: Optional[List[str]], show: Callable[[Report], None],
+                also_accept: Sequence[Options] = ()) -> Report:
+    """Get the report (saved, cached or captured), note where it came from, and show it.
+
+    A capture whose compiler stage failed is shown too (the stages that worked), then re-raised.
+    """
+    from tcinspect.errors import StageFailedError
+    from tcinspect.sources import is_report_path, resolve
+
+    label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
+    try:
+        with progress(label):
+            resolved = resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh,
+                               script_args=script_args or (), also_accept=also_accept)
+    except StageFailedError as exc:
+        show(exc.report)
+        raise
+    note(resolved.note)
+    show(resolved.report)
+    return resolved.report
+
+
+def emit_document(data: Any, fmt: str, output: Optional[Path], table: Callable[[], RenderableType]) -> None:
+    """Like ``emit`` for a command's own document (e.g. the breaks list) rather than the whole report."""
+    from tcinspect import serialize
+
+    _emit(lambda f: serialize.dump_data(data, f), fmt, output, table)
+
+
 def emit(report: Report, fmt: str, output: Optional[Path], table: Callable[[], RenderableType],
          timings: bool = True) -> None:
     """Write the report where the user asked: a file (atomically), YAML/JSON on stdout, or tables."""
     from tcinspect import serialize
 
+    _emit(lambda f: serialize.dumps(report, f, timings=timings), fmt, output, table)
+
+
+def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: Callable[[], RenderableType]) -> None:
+    from tcinspect import serialize
+
     if output is not None:
         file_fmt = fmt if fmt in serialize.FORMATS else serialize.format_for_path(output)
         try:
-            serialize.write_atomic(output, serialize.dumps(report, file_fmt, timings=timings))
+            serialize.write_atomic(output, text(file_fmt))
         except OSError as exc:
             raise UsageError(f"cannot write {output}: {exc.strerror}", "choose a writable path for -o") from None
         note(f"wrote {output} ({file_fmt})")
         if fmt != "table":
             return
     if fmt in serialize.FORMATS:
-        sys.stdout.write(serialize.dumps(report, fmt, timings=timings))
+        sys.stdout.write(text(fmt))
         return
     out = Console(highlight=False, soft_wrap=False)
     if not out.is_terminal and not os.environ.get("COLUMNS"):

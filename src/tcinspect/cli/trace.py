@@ -8,7 +8,7 @@ import typer
 
 from tcinspect.cli import app
 from tcinspect.cli import common as c
-from tcinspect.errors import StageFailedError, UsageError
+from tcinspect.errors import UsageError
 from tcinspect.render import table as render
 
 StageOpt = Annotated[Optional[List[str]], typer.Option(
@@ -40,20 +40,8 @@ def trace(
     stages = _stages(stage)
     opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device)
     fmt = c.check_format(fmt)
-    try:
-        with c.progress(f"compiling {file} …"):
-            resolved = _resolve(file, opts, model, inputs, fresh, script_args)
-    except StageFailedError as exc:
-        c.emit(exc.report, fmt, output, lambda: render.trace(exc.report, stages, code), not no_timings)
-        raise
-    c.note(resolved.note)
-    c.emit(resolved.report, fmt, output, lambda: render.trace(resolved.report, stages, code), not no_timings)
-
-
-def _resolve(file, opts, model, inputs, fresh, script_args):
-    from tcinspect.sources import resolve
-
-    return resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh, script_args=script_args or ())
+    c.with_report(file, opts, model, inputs, fresh, script_args,
+                  show=lambda rep: c.emit(rep, fmt, output, lambda: render.trace(rep, stages, code), not no_timings))
 
 
 def _stages(values: Optional[List[str]]) -> Optional[list[str]]:

@@ -6,7 +6,9 @@ the raw text is always kept.
 
 from __future__ import annotations
 
+import linecache
 import re
+from dataclasses import replace
 from typing import Optional
 
 from tcinspect.report import GraphBreak, SourceLocation
@@ -66,7 +68,7 @@ def parse_break(text: str, compile_id: str) -> GraphBreak:
     explanation = _section(head, "Explanation:")
     hints = tuple(h.strip() for h in re.findall(r"^\s*Hint:\s*(.+)$", head, re.M))
     gb = _GB_ID.search(head)
-    return GraphBreak(
+    brk = GraphBreak(
         compile_id=compile_id,
         user_frame=frame,
         break_type=break_type,
@@ -76,6 +78,56 @@ def parse_break(text: str, compile_id: str) -> GraphBreak:
         hints=hints,
         raw=text.rstrip(),
     )
+    return replace(brk, fix=suggest_fix(brk))
+
+
+# (pattern over type + explanation + reason, fix): the causes the torch.compile tutorials list.
+_FIXES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"`print`|builtin operator `print`|logging|\bprint\b", re.I),
+     "Remove the print/logging call from the compiled region, or add the function to "
+     "torch._dynamo.config.reorderable_logging_functions so Dynamo runs it after the graph."),
+    (re.compile(r"data-dependent branching|generic_jump|jump with TensorVariable|data-dependent control flow", re.I),
+     "Make the branch tensor-valued: torch.where(cond, a, b) for both sides, or torch.cond(pred, true_fn, false_fn, "
+     "operands) for real control flow."),
+    (re.compile(r"sort with non-constant key|builtin operator `sorted`|`sorted`", re.I),
+     "Rewrite the sort with torch ops: stack the tensors and use torch.sort / torch.argsort on the key values, "
+     "then index."),
+    (re.compile(r"Tensor\.item\(\)|Tensor\.tolist|capture_scalar_outputs|\.item\(\)", re.I),
+     "Keep the value as a tensor, or set torch._dynamo.config.capture_scalar_outputs = True so Dynamo traces "
+     ".item() as a symbolic scalar."),
+    (re.compile(r"torch\._dynamo\.graph_break\(\)", re.I),
+     "Remove the explicit torch._dynamo.graph_break() call if it is no longer needed."),
+    (re.compile(r"autograd\.Function|autograd function", re.I),
+     "Register the operation with torch.library (torch.library.custom_op with register_autograd, or "
+     "torch.library.triton_op for a Triton kernel) so the compiler sees one op."),
+    (re.compile(r"marked as skipped|skip_files|third.party|in skipfiles|Attempted to call function marked|"
+                r"Attempted to inline function marked", re.I),
+     "Let the compiler treat the call as one op: torch._dynamo.allow_in_graph(fn), or "
+     "torch._dynamo.nonstrict_trace(fn) to trace it without Dynamo's restrictions."),
+]
+
+
+def suggest_fix(brk: GraphBreak) -> str:
+    """A suggested fix for the break's cause; PyTorch's own first hint when the cause is unknown."""
+    text = " ".join((brk.break_type, brk.explanation, brk.reason))
+    for pattern, fix in _FIXES:
+        if pattern.search(text):
+            return fix
+    useful = [h for h in brk.hints if "report an issue" not in h.lower()]
+    return useful[0] if useful else ""
+
+
+def with_context(brk: GraphBreak, around: int = 2) -> GraphBreak:
+    """The break with the user's source lines around it, read now (the file may change later)."""
+    frame = brk.user_frame
+    if frame is None or not frame.file:
+        return brk
+    linecache.checkcache(frame.file)
+    lines = linecache.getlines(frame.file)
+    if not lines or frame.line > len(lines):
+        return brk
+    lo, hi = max(1, frame.line - around), min(len(lines), frame.line + around)
+    return replace(brk, context=tuple((n, lines[n - 1].rstrip("\n")) for n in range(lo, hi + 1)))
 
 
 def _section(text: str, label: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tcinspect import __version__
 from tcinspect.recording import _compat, assemble, modelfile
+from tcinspect.recording import breaks as breaks_mod
 from tcinspect.recording import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.report import Options, Report, Target
@@ -175,6 +176,9 @@ class _Run:
         failure = self.failure or assemble.failure_from_metrics(metrics, stages)
         if failure is not None and self.failure is None:
             stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=failure)
+        dynamo = stages.dynamo
+        stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
+            breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
         return Report(
             torch_version=_compat.torch_version(),
             device=device,

@@ -1,0 +1,44 @@
+"""`tcinspect breaks`: every distinct graph break, where it is, and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+
+from tcinspect.cli import app
+from tcinspect.cli import common as c
+from tcinspect.errors import ExitCode
+from tcinspect.render import breaks as render
+from tcinspect.views import breaks_document, fullgraph_ok
+
+FullgraphCheck = Annotated[bool, typer.Option(
+    "--fullgraph", help="Also say whether the model compiles with fullgraph=True (exit 1 if it does not).")]
+
+
+@app.command(epilog="Example: tcinspect breaks sample_models/graph_breaks.py")
+def breaks(
+    file: c.FileArg = None,
+    script_args: c.ScriptArgs = None,
+    fullgraph: FullgraphCheck = False,
+    fmt: c.FormatOpt = "table",
+    output: c.OutputOpt = None,
+    model: c.ModelOpt = "model",
+    inputs: c.InputsOpt = "example_inputs",
+    device: c.DeviceOpt = "",
+    backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
+    dynamic: c.DynamicOpt = "",
+    no_backward: c.NoBackwardOpt = False,
+    fresh: c.FreshOpt = False,
+    debug: c.DebugOpt = False,
+) -> None:
+    """List each distinct graph break: your file:line, PyTorch's reason and hints, and a suggested fix."""
+    fmt = c.check_format(fmt)
+    opts = c.options(backend, "", False, dynamic, no_backward, device)
+    # a full Inductor trace of the same file answers too: its Dynamo stage is the same
+    rep = c.with_report(
+        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")],
+        show=lambda r: c.emit_document(breaks_document(r, fullgraph), fmt, output, lambda: render.breaks(r, fullgraph)))
+    if fullgraph and not fullgraph_ok(rep):
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -1,0 +1,76 @@
+"""Report -> the `breaks` view: distinct graph breaks, their source and a suggested fix."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect.report import Report
+from tcinspect.views import distinct_breaks, fullgraph_ok, ops_per_graph
+
+
+def summary_line(rep: Report, fullgraph: bool = False) -> Text:
+    s = rep.summary
+    ops = ", ".join(str(n) for n in ops_per_graph(rep)) or "-"
+    line = Text()
+    line.append(f"{s.graphs} graphs", style="bold")
+    line.append(" · ")
+    line.append(f"{s.graph_breaks} graph breaks ({s.distinct_graph_breaks} distinct)",
+                style="bold red" if s.graph_breaks else "bold green")
+    line.append(f" · ops per graph: {ops}")
+    if fullgraph:
+        ok = fullgraph_ok(rep)
+        line.append(" · fullgraph=True: ")
+        line.append("compiles" if ok else "fails (graph breaks below)", style="green" if ok else "bold red")
+    return line
+
+
+def source_context(context: tuple[tuple[int, str], ...], line: int) -> Text:
+    out = Text()
+    for n, text in context:
+        mark = "➤" if n == line else " "
+        out.append(f"{mark} {n:>5} │ {text}\n", style="bold yellow" if n == line else "dim")
+    return out
+
+
+def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
+    parts: list[RenderableType] = [summary_line(rep, fullgraph)]
+    groups = distinct_breaks(rep)
+    if not groups:
+        parts.append(Text("No graph breaks: Dynamo captured each compiled frame as one graph.", style="green"))
+        return Group(*parts)
+    table = Table(header_style="bold")
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("where", style="cyan")
+    table.add_column("function")
+    table.add_column("break type")
+    table.add_column("count", justify="right")
+    table.add_column("compile ids", style="dim")
+    for i, d in enumerate(groups, 1):
+        loc = d.first.user_frame
+        kind = d.first.break_type + (f" ({d.first.gb_id})" if d.first.gb_id else "")
+        table.add_row(str(i), loc.short() if loc else "?", loc.function if loc else "", kind, str(d.count),
+                      ", ".join(d.compile_ids))
+    parts.append(table)
+    for i, d in enumerate(groups, 1):
+        b = d.first
+        body = Text()
+        if b.reason:
+            body.append(f"{b.reason}\n", style="dim")
+        if b.explanation:
+            body.append("Why: ", style="bold")
+            body.append(f"{b.explanation}\n")
+        for h in b.hints:
+            body.append("PyTorch hint: ", style="bold")
+            body.append(f"{h}\n", style="dim")
+        if b.fix:
+            body.append("Suggested fix: ", style="bold green")
+            body.append(f"{b.fix}\n")
+        if b.context and b.user_frame is not None:
+            body.append("\n")
+            body.append_text(source_context(b.context, b.user_frame.line))
+        where = f"{b.user_frame.file}:{b.user_frame.line}" if b.user_frame else "?"
+        parts.append(Panel(body, title=f"{i}. {b.break_type} — {where}", title_align="left"))
+    return Group(*parts)
