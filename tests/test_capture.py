@@ -59,11 +59,14 @@ def test_tiny_model_all_stages(tiny_report):
     assert rep.stages.dynamo.graphs[0].guards and any(g.kind == "tensor" for g in rep.stages.dynamo.graphs[0].guards)
 
 
-def test_kernels_equal_run_and_get_code_oracle(tiny_report):
+@pytest.mark.parametrize("sample", ["tiny.py", "gelu_linear.py", "graph_breaks.py"])
+def test_kernels_equal_run_and_get_code_oracle(sample, tiny_report, inductor_cache):
+    """For every CPU sample, the kernels listed are those in the code run_and_get_code returns."""
     from torch._inductor.utils import run_and_get_code
 
+    rep = tiny_report if sample == "tiny.py" else capture_file(SAMPLES / sample)
     torch._dynamo.reset()
-    ns = runpy.run_path(str(SAMPLES / "tiny.py"))
+    ns = runpy.run_path(str(SAMPLES / sample))
     compiled = torch.compile(ns["model"])
 
     def step():
@@ -74,8 +77,9 @@ def test_kernels_equal_run_and_get_code_oracle(tiny_report):
     _, codes = run_and_get_code(step)
     torch._dynamo.reset()
     oracle = sorted(name for code in codes for name in launched_cpu(code))
-    ours = sorted(k.name for o in tiny_report.stages.inductor.outputs for k in o.kernels)
+    ours = sorted(k.name for o in rep.stages.inductor.outputs for k in o.kernels)
     assert ours == oracle and ours
+    assert len(rep.stages.inductor.outputs) == len(codes)
 
 
 def test_cold_and_warm_caches_give_the_same_content(tiny_report):

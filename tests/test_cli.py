@@ -39,9 +39,10 @@ def assert_one_line_error(err: str, *needles: str):
     (str(MODELS / "inputs_not_tuple.py"), ["is a Tensor, not a tuple", "(x,)"]),
     (str(MODELS / "model_not_callable.py"), ["is a int, not an nn.Module or callable"]),
     (str(MODELS / "raises.py"), ["raises.py:6", "ValueError: boom in forward", "runs eagerly"]),
+    (str(MODELS / "shape_mismatch.py"), ["the model raised RuntimeError: mat1 and mat2 shapes cannot be multiplied"]),
 ])
 def test_bad_model_files_exit_2_with_one_line(capsys, path, needles):
-    code, out, err = cli(capsys, "trace", path, "--backend", "eager")
+    code, out, err = cli(capsys, "trace", path, "--backend", "aot_eager")
     assert code == ExitCode.USAGE_ERROR == 2
     assert_one_line_error(err, *needles)
     assert out == ""

@@ -23,8 +23,9 @@ def hand_built() -> Report:
                                                 Node("output", "output", "output", "l_x_")))
     brk = GraphBreak("0/0", SourceLocation("/p/m.py", 12, "forward", "print(x)"), "Failed to trace builtin operator",
                      "GB0059", explanation="print", hints=("remove it",))
-    kern = Kernel("cpp_fused_relu_0", "cpp", "cpp", ("relu",), ("aten.relu",), ("/p/m.py:10",), "k(buf0)", "",
-                  'extern "C" void kernel() {\n}\n')
+    kern = Kernel(name="cpp_fused_relu_0", kind="cpp", language="cpp", source_nodes=("relu",), aten_ops=("aten.relu",),
+                  user_lines=("/p/m.py:10",), launch="k(buf0)", buffers=("buf0: f32[8]",),
+                  source='extern "C" void kernel() {\n}\n')
     return Report(
         torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py", sha256="ab"),
         stages=Stages(

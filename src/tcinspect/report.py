@@ -154,6 +154,8 @@ class Kernel:
     user_lines: tuple[str, ...] = ()  # "file:line" of the user code those nodes come from
     launch: str = ""  # the wrapper line that launches it
     numel: str = ""  # launch size where the wrapper states it
+    #: Buffers the launch passes whose allocation the wrapper states: "buf0: f32[8, 32]".
+    buffers: tuple[str, ...] = ()
     source: str = ""  # the kernel's code (Triton Python or C++)
 
 

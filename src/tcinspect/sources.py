@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from tcinspect import cache, serialize
 from tcinspect.errors import ModelFileError, ReportFormatError, StageFailedError
@@ -34,7 +34,7 @@ def resolve(
     fresh: bool = False,
     script_args: Sequence[str] = (),
     also_accept: Sequence[Options] = (),
-    on_capture: Optional[Callable[[str], None]] = None,
+    quiet: bool = False,
 ) -> Resolved:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
 
@@ -65,12 +65,10 @@ def resolve(
         if entry is not None:
             return Resolved(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
 
-    if on_capture is not None:
-        on_capture(file)
     from tcinspect.recording.engine import capture_file  # torch is imported only here
 
     report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
-                          script_args=script_args)
+                          script_args=script_args, quiet=quiet)
     if report.ok:
         cache.store(path, keys[0], report)
     else:

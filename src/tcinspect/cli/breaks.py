@@ -38,7 +38,7 @@ def breaks(
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
     rep = c.with_report(
-        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")],
+        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug,
         show=lambda r: c.emit_document(breaks_document(r, fullgraph), fmt, output, lambda: render.breaks(r, fullgraph)))
     if fullgraph and not fullgraph_ok(rep):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -80,7 +80,7 @@ def note(text: str) -> None:
 
 def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fresh: bool,
                 script_args: Optional[List[str]], show: Callable[[Report], None],
-                also_accept: Sequence[Options] = ()) -> Report:
+                also_accept: Sequence[Options] = (), debug: bool = False) -> Report:
     """Get the report (saved, cached or captured), note where it came from, and show it.
 
     A capture whose compiler stage failed is shown too (the stages that worked), then re-raised.
@@ -92,7 +92,7 @@ def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fre
     try:
         with progress(label):
             resolved = resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh,
-                               script_args=script_args or (), also_accept=also_accept)
+                               script_args=script_args or (), also_accept=also_accept, quiet=not debug)
     except StageFailedError as exc:
         show(exc.report)
         raise

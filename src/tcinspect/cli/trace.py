@@ -40,7 +40,7 @@ def trace(
     stages = _stages(stage)
     opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device)
     fmt = c.check_format(fmt)
-    c.with_report(file, opts, model, inputs, fresh, script_args,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug,
                   show=lambda rep: c.emit(rep, fmt, output, lambda: render.trace(rep, stages, code), not no_timings))
 
 

@@ -37,6 +37,33 @@ def trace_handler(handler: logging.Handler) -> Iterator[None]:
         logger.setLevel(old_level)
 
 
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def quiet_torch_logs() -> Iterator[None]:
+    """Silence torch's own log output (the "torch" logger's handlers) for the duration.
+
+    torch installs stderr handlers on "torch" and on each registered component logger
+    ("torch._dynamo", "torch._subclasses.fake_tensor", ...) at import (torch/_logging/_internal.py,
+    2.11-2.14) and logs e.g. fake-tensor errors there; the report already holds what they say.
+    The structured-trace logger keeps its handlers, so recording is unaffected.
+    """
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+               if (name == "torch" or name.startswith("torch.")) and name != TRACE_LOGGER_NAME]
+    handlers = list(dict.fromkeys(h for lg in loggers for h in lg.handlers))
+    drop = _DropAll()
+    for h in handlers:
+        h.addFilter(drop)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(drop)
+
+
 def reset_dynamo() -> None:
     """Forget compiled frames and counters (torch._dynamo.reset, public since 2.0)."""
     torch._dynamo.reset()

@@ -115,6 +115,14 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
         sys.path[:] = old_path
 
 
+def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
+    frame = modelfile.user_frame(exc, where) if where is not None else ""
+    return ModelRaisedError(
+        f"{frame + ': ' if frame else ''}the model raised {modelfile.describe(exc)}",
+        "fix the model so that it runs eagerly (call it once without torch.compile to debug)",
+    )
+
+
 def _failure(exc: BaseException) -> assemble.Failure:
     root = _compat.compiler_error_root(exc)
     return assemble.Failure(_compat.stage_of_exception(exc), modelfile.describe(root))
@@ -123,9 +131,10 @@ def _failure(exc: BaseException) -> assemble.Failure:
 class _Run:
     """One recorded compile: the handler, the caches and the failure, if any."""
 
-    def __init__(self, options: Options, fresh: bool) -> None:
+    def __init__(self, options: Options, fresh: bool, quiet: bool = False) -> None:
         self.options = options
         self.fresh = fresh
+        self.quiet = quiet
         self.recorder = Recorder()
         self.failure: Optional[assemble.Failure] = None
         self.seconds = 0.0
@@ -137,6 +146,8 @@ class _Run:
         with contextlib.ExitStack() as stack:
             if self.fresh:
                 stack.enter_context(_compat.private_inductor_cache())
+            if self.quiet:
+                stack.enter_context(_compat.quiet_torch_logs())
             stack.enter_context(_compat.trace_handler(self.recorder))
             try:
                 yield
@@ -152,7 +163,8 @@ class _Run:
             kw["dynamic"] = {"true": True, "false": False}[self.options.dynamic]
         return kw
 
-    def call(self, compiled: Callable[..., Any], inputs: tuple, where: Path | None) -> bool:
+    def call(self, model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
+             where: Path | None) -> bool:
         """Run one input set (and its backward); False if a compiler stage failed."""
         try:
             out = compiled(*inputs)
@@ -162,14 +174,16 @@ class _Run:
                     loss.backward()
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
-            if _compat.is_compiler_exception(exc):
-                self.failure = _failure(exc)
-                return False
-            frame = modelfile.user_frame(exc, where) if where is not None else ""
-            raise ModelRaisedError(
-                f"{frame + ': ' if frame else ''}the model raised {modelfile.describe(exc)}",
-                "fix the model so that it runs eagerly (call it once without torch.compile to debug)",
-            ) from exc
+            if not _compat.is_compiler_exception(exc):
+                raise _model_raised(exc, where) from exc
+            # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
+            # first): only an error eager mode does not reproduce is a compiler failure.
+            try:
+                model(*inputs)
+            except Exception as eager_exc:  # noqa: BLE001
+                raise _model_raised(eager_exc, where) from eager_exc
+            self.failure = _failure(exc)
+            return False
 
     def report(self, target: Target, device: str) -> Report:
         stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=self.failure)
@@ -193,7 +207,7 @@ class _Run:
 
 
 def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[tuple] = (),
-            options: Optional[Options] = None, fresh: bool = False) -> Report:
+            options: Optional[Options] = None, fresh: bool = False, quiet: bool = False) -> Report:
     """Compile ``model`` once on ``inputs`` (then each of ``input_sets``) and return the report.
 
     Args:
@@ -202,15 +216,17 @@ def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[tuple]
         input_sets: further argument tuples, called in order after ``inputs`` (recompiles recorded).
         options: torch.compile options (backend, mode, fullgraph, dynamic) and whether to run backward.
         fresh: compile cold, in a private Inductor cache directory.
+        quiet: silence torch's own log output while compiling.
     """
     opts = options or Options()
     target = Target(kind="callable", model_name=getattr(model, "__name__", type(model).__name__),
                     input_sets=len(input_sets))
-    return _capture_loaded(modelfile.LoadedModel(model, tuple(inputs), list(input_sets)), target, opts, fresh, None)
+    return _capture_loaded(modelfile.LoadedModel(model, tuple(inputs), list(input_sets)), target, opts, fresh, None,
+                           quiet)
 
 
 def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options, fresh: bool,
-                    where: Optional[Path]) -> Report:
+                    where: Optional[Path], quiet: bool = False) -> Report:
     if not opts.device and loaded.device:
         opts = replace(opts, device=loaded.device)
     _check_device(opts.device)
@@ -221,33 +237,34 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         inputs = _move(inputs, opts.device)
         sets = [_move(s, opts.device) for s in sets]
     device = opts.device or _device_of(model, inputs)
-    run = _Run(opts, fresh)
+    run = _Run(opts, fresh, quiet)
     with run.recording():
         compiled = _compat.compile_fn(model, **run.compile_kwargs())
         for args in [inputs, *sets]:
-            if not run.call(compiled, args, where):
+            if not run.call(model, compiled, args, where):
                 break
     return run.report(target, device)
 
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
                  options: Optional[Options] = None, fresh: bool = False,
-                 script_args: Sequence[str] = ()) -> Report:
+                 script_args: Sequence[str] = (), quiet: bool = False) -> Report:
     """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script."""
     opts = options or Options()
     src = modelfile.read(path, model_name)
     if src.is_script:
-        return _capture_script(src, opts, fresh, list(script_args), model_name)
+        return _capture_script(src, opts, fresh, list(script_args), model_name, quiet)
     with _isolated(src.path, None):
         loaded = modelfile.load(src, model_name, inputs_name, opts.device)
         target = Target(kind="model", path=str(path), sha256=src.sha256, model_name=model_name,
                         inputs_name=inputs_name, input_sets=len(loaded.input_sets))
-        return _capture_loaded(loaded, target, opts, fresh, src.path)
+        return _capture_loaded(loaded, target, opts, fresh, src.path, quiet)
 
 
-def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str) -> Report:
+def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str,
+                    quiet: bool = False) -> Report:
     _check_device(opts.device)
-    run = _Run(opts, fresh)
+    run = _Run(opts, fresh, quiet)
     with _isolated(src.path, [str(src.path), *args]), run.recording():
         try:
             modelfile.execute(src, "__main__")

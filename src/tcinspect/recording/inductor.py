@@ -191,9 +191,11 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
     user_lines_of = {**_user_lines(post_grad), **_user_lines(user_graph)}
     kernels: list[Kernel] = []
     taken: set[str] = set()
+    allocs: dict[str, str] = {}
     pending: Optional[re.Match[str]] = None
     for line in _call_body(wrapper):
         stripped = line.strip()
+        _track_allocation(stripped, allocs)
         c = _SOURCE_NODES.search(stripped)
         if c:
             pending = c
@@ -227,7 +229,8 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
                 lines = tuple(dict.fromkeys(loc for n in nodes for loc in user_lines_of.get(n, ())))
             numel = _numel(args, kind)
             kernel = Kernel(name=var, kind=kind, language=language, source_nodes=nodes, aten_ops=aten,
-                            user_lines=lines, launch=stripped, numel=numel, source=d["source"])
+                            user_lines=lines, launch=stripped, numel=numel, buffers=_buffers(args, allocs),
+                            source=d["source"])
         else:
             ext = _EXTERN_CALL.match(line)
             if ext:
@@ -237,12 +240,38 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
                 if pending is not None:
                     nodes, aten = _split(pending["nodes"]), _split(pending["aten"])
                 lines = tuple(dict.fromkeys(loc for n in nodes for loc in user_lines_of.get(n, ())))
+                args = _launch_args(stripped, callee)
+                out = re.search(r"\bout=(\w+)", stripped)
                 kernel = Kernel(name=name, kind="extern", language="", source_nodes=nodes, aten_ops=aten,
-                                user_lines=lines, launch=stripped)
+                                user_lines=lines, launch=stripped,
+                                buffers=_buffers(args + ([out.group(1)] if out else []), allocs))
         if kernel is not None:
             kernels.append(kernel)
             pending = None
     return tuple(kernels)
+
+
+_ALLOC = re.compile(r"^(?P<buf>buf\d+)\s*=\s*empty_strided_\w+\(\((?P<shape>[^)]*)\),\s*\((?P<stride>[^)]*)\),\s*torch\.(?P<dtype>\w+)")
+_REUSE = re.compile(r"^(?P<new>buf\d+)\s*=\s*(?P<old>buf\d+);\s*del\s+buf\d+\s*#\s*reuse")
+_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
+           "int8": "i8", "uint8": "u8", "bool": "b8"}
+
+
+def _track_allocation(line: str, allocs: dict[str, str]) -> None:
+    """Remember each buffer's dtype and shape as the wrapper allocates or reuses it."""
+    m = _ALLOC.match(line)
+    if m:
+        dims = ", ".join(d.strip() for d in m["shape"].split(",") if d.strip())
+        allocs[m["buf"]] = f"{_DTYPES.get(m['dtype'], m['dtype'])}[{dims}]"
+        return
+    r = _REUSE.match(line)
+    if r and r["old"] in allocs:
+        allocs[r["new"]] = allocs[r["old"]]
+
+
+def _buffers(args: list[str], allocs: dict[str, str]) -> tuple[str, ...]:
+    names = [a for a in dict.fromkeys(re.findall(r"\bbuf\d+\b", " ".join(args)))]
+    return tuple(f"{b}: {allocs[b]}" for b in names if b in allocs)
 
 
 _SIZE = re.compile(r"(?:\d+|[su]\d+)(?:\s*[-+*/]\s*(?:\d+|[su]\d+))*")

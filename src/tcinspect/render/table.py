@@ -195,19 +195,24 @@ def aot(rep: Report, code: bool = False) -> RenderableType:
     return Group(*parts)
 
 
-def kernel_table(kernels: Sequence[Kernel], title: str) -> Table:
+def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("#", justify="right", style="dim")
-    t.add_column("kernel", style="cyan")
+    t.add_column("kernel", style="cyan", overflow="fold")
     t.add_column("kind")
     t.add_column("fused ATen ops")
     t.add_column("source nodes", style="dim")
     t.add_column("user lines", style="dim")
     t.add_column("size", justify="right")
+    if buffers:
+        t.add_column("buffers", style="dim")
     for i, k in enumerate(kernels):
         lines = ", ".join(x.rsplit("/", 1)[-1] for x in k.user_lines)
-        t.add_row(str(i), k.name, k.kind, _clip(", ".join(k.aten_ops), 60), _clip(", ".join(k.source_nodes), 40),
-                  lines, k.numel)
+        row = [str(i), k.name, k.kind, _clip(", ".join(k.aten_ops), 60), _clip(", ".join(k.source_nodes), 40),
+               lines, k.numel]
+        if buffers:
+            row.append("\n".join(k.buffers))
+        t.add_row(*row)
     return t
 
 
