@@ -50,5 +50,5 @@ class CustomModel(torch.nn.Module):
 
 
 torch.manual_seed(0)
-model = CustomModel().to(torch.bfloat16).eval()
+model = CustomModel().to(torch.bfloat16).eval().requires_grad_(False)  # inference, as in the article
 example_inputs = (torch.randn(8, 128, dtype=torch.bfloat16),)

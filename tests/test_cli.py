@@ -39,6 +39,7 @@ def assert_one_line_error(err: str, *needles: str):
     (str(MODELS / "inputs_not_tuple.py"), ["is a Tensor, not a tuple", "(x,)"]),
     (str(MODELS / "model_not_callable.py"), ["is a int, not an nn.Module or callable"]),
     (str(MODELS / "raises.py"), ["raises.py:6", "ValueError: boom in forward", "runs eagerly"]),
+    (str(MODELS / "no_autograd_op.py"), ["the model raised RuntimeError", "no autograd formula"]),
     (str(MODELS / "shape_mismatch.py"), ["the model raised RuntimeError: mat1 and mat2 shapes cannot be multiplied"]),
 ])
 def test_bad_model_files_exit_2_with_one_line(capsys, path, needles):
@@ -62,6 +63,7 @@ def test_bad_options_exit_2(capsys):
     assert code == 2
 
 
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
 def test_cuda_without_a_gpu_is_one_line(capsys):
     code, _, err = cli(capsys, "trace", str(SAMPLES / "lenet_triton_relu.py"))
     assert code == 2

@@ -79,7 +79,7 @@ class FusionSummary:
     kernels: int
     generated_kernels: int
     extern_kernels: int
-    extern_ops: tuple[str, ...]
+    extern_ops: tuple[str, ...]  # the library calls (mm, addmm, convolution, ...) the wrapper makes
 
 
 def fusion_summary(out: OutputCode) -> FusionSummary:
@@ -88,7 +88,7 @@ def fusion_summary(out: OutputCode) -> FusionSummary:
     return FusionSummary(
         compile_id=out.compile_id, part=out.part, post_grad_ops=ops, kernels=len(out.kernels),
         generated_kernels=len(out.kernels) - len(externs), extern_kernels=len(externs),
-        extern_ops=tuple(dict.fromkeys(op for k in externs for op in (k.aten_ops or (k.name,)))),
+        extern_ops=tuple(dict.fromkeys(k.name for k in externs)),
     )
 
 

@@ -9,6 +9,7 @@ import contextlib
 import logging
 import os
 import tempfile
+import traceback
 from typing import Any, Callable, Iterator
 
 import torch
@@ -125,12 +126,17 @@ def stage_of_exception(exc: BaseException) -> str:
     from torch._dynamo import exc as dynamo_exc
 
     if isinstance(exc, dynamo_exc.BackendCompilerFailed):
-        inner = getattr(exc, "inner_exception", None) or exc.__cause__
-        module = type(inner).__module__ if inner is not None else ""
-        text = "".join(str(a) for a in getattr(exc, "args", ()))
-        if module.startswith("torch._functorch") or "aot_autograd" in text:
-            return "aot_autograd"
-        return "inductor"
+        # the deepest frame inside torch._functorch (AOTAutograd) or torch._inductor says which
+        # stage of the backend raised
+        inner = compiler_error_root(exc)
+        stage = "inductor"
+        for frame in traceback.extract_tb(inner.__traceback__):
+            path = frame.filename.replace("\\", "/")
+            if "/torch/_inductor/" in path:
+                stage = "inductor"
+            elif "/torch/_functorch/" in path:
+                stage = "aot_autograd"
+        return stage
     return "dynamo"
 
 

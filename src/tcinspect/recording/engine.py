@@ -163,15 +163,19 @@ class _Run:
             kw["dynamic"] = {"true": True, "false": False}[self.options.dynamic]
         return kw
 
+    def step(self, fn: Callable[..., Any], inputs: tuple) -> None:
+        """Call ``fn`` (compiled or eager) and, when asked and possible, run backward."""
+        out = fn(*inputs)
+        if self.options.backward:
+            loss = _scalar_loss(out)
+            if loss is not None:
+                loss.backward()
+
     def call(self, model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
              where: Path | None) -> bool:
         """Run one input set (and its backward); False if a compiler stage failed."""
         try:
-            out = compiled(*inputs)
-            if self.options.backward:
-                loss = _scalar_loss(out)
-                if loss is not None:
-                    loss.backward()
+            self.step(compiled, inputs)
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
             if not _compat.is_compiler_exception(exc):
@@ -179,7 +183,7 @@ class _Run:
             # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
             # first): only an error eager mode does not reproduce is a compiler failure.
             try:
-                model(*inputs)
+                self.step(model, inputs)
             except Exception as eager_exc:  # noqa: BLE001
                 raise _model_raised(eager_exc, where) from eager_exc
             self.failure = _failure(exc)
