@@ -157,3 +157,12 @@ def test_python_dash_m_runs_a_sample(tmp_path):
     res = run_cli("trace", str(SAMPLES / "tiny.py"), "--backend", "aot_eager", "-s", "summary,dynamo")
     assert res.returncode == 0, res.stderr
     assert "dynamo_output_graph 0/0" in res.stdout and "tiny.py:11" in res.stdout
+
+
+def test_unwritable_cache_is_a_warning_not_a_failure(capsys, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(blocker))
+    code, out, err = cli(capsys, "trace", str(SAMPLES / "tiny.py"), "--backend", "eager", "-s", "summary")
+    assert code == 0 and "graphs" in out
+    assert "warning: could not save the report in the cache" in err

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from tcinspect.report import Report
 
-__all__ = ["capture", "capture_file", "load_report", "Report", "__version__"]
+__all__ = ["capture", "capture_file", "load_report", "assert_compiles", "Report", "__version__"]
 
 
 def capture(model: Any, *inputs: Any, **kwargs: Any) -> "Report":
@@ -34,6 +34,13 @@ def load_report(path: Any) -> "Report":
     from tcinspect.serialize import load
 
     return load(path)
+
+
+def assert_compiles(model: Any, *inputs: Any, **kwargs: Any) -> "Report":
+    """Fail (AssertionError) unless ``model`` compiles within the budgets; see tcinspect.assertions."""
+    from tcinspect.assertions import assert_compiles as _assert_compiles
+
+    return _assert_compiles(model, *inputs, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

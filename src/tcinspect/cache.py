@@ -14,6 +14,7 @@ import os
 import time
 import logging
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Optional, Sequence
@@ -30,6 +31,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("TCINSPECT_CACHE_DIR") or ".tcinspect")
 
 
+@lru_cache(maxsize=1)
 def installed_torch_version() -> str:
     """torch's version from package metadata: as the report records it, without importing torch."""
     try:
@@ -112,8 +114,19 @@ def _read(p: Path) -> Optional[Entry]:
     return Entry(path=p, report=rep, age_s=max(age, 0.0))
 
 
-def store(model_path: Path, k: str, rep: Report) -> Path:
-    """Save a report under its key, then keep only the latest KEEP entries for this model file."""
+def store(model_path: Path, k: str, rep: Report) -> Optional[Path]:
+    """Save a report under its key, then keep only the latest KEEP entries for this model file.
+
+    A cache that cannot be written (read-only directory, full disk) costs a warning, never the run.
+    """
+    try:
+        return _store(model_path, k, rep)
+    except OSError as exc:
+        log.warning("could not save the report in the cache %s: %s", cache_dir(), exc.strerror or exc)
+        return None
+
+
+def _store(model_path: Path, k: str, rep: Report) -> Path:
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     ignore = d / ".gitignore"

@@ -35,6 +35,8 @@ def _root() -> None:
 from tcinspect.cli import trace as _trace  # noqa: E402,F401  (registers the command)
 from tcinspect.cli import breaks as _breaks  # noqa: E402,F401
 from tcinspect.cli import codegen as _codegen  # noqa: E402,F401
+from tcinspect.cli import check as _check  # noqa: E402,F401
+from tcinspect.cli import diff as _diff  # noqa: E402,F401
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -8,7 +8,6 @@ from typing import Iterable, Optional, Sequence
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -100,6 +99,8 @@ def node_table(graph: Graph, title: str) -> Table:
 
 
 def code_panel(code: str, title: str, language: str = "python") -> Panel:
+    from rich.syntax import Syntax  # pulls in pygments: only when code is shown
+
     return Panel(Syntax(code.rstrip("\n"), language, line_numbers=False, word_wrap=True), title=title, title_align="left")
 
 

@@ -1,0 +1,249 @@
+"""CI checks: thresholds and baselines over reports. Pure: no torch, no printing."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import yaml
+
+from tcinspect.errors import ReportFormatError, UsageError
+from tcinspect.report import GraphBreak, Report
+from tcinspect.views import distinct_breaks
+
+BASELINE_SCHEMA = 1
+#: The counts a threshold or a baseline can limit, as named in the report's summary.
+METRICS = ("graphs", "graph_breaks", "recompiles", "kernels")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds; None means unchecked."""
+
+    graphs: Optional[int] = None
+    graph_breaks: Optional[int] = None
+    recompiles: Optional[int] = None
+    kernels: Optional[int] = None
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
+
+
+@dataclass(frozen=True)
+class BreakKey:
+    """A graph break's identity in a baseline: type, function and the line's text (not its number),
+    so an unrelated edit that shifts lines does not change it."""
+
+    type: str
+    function: str
+    code: str
+
+    @staticmethod
+    def of(b: GraphBreak) -> "BreakKey":
+        loc = b.user_frame
+        return BreakKey(b.break_type, loc.function if loc else "", (loc.code if loc else "").strip())
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check result line: a regression (fails), an improvement or a pass."""
+
+    model: str
+    check: str  # e.g. "graph_breaks", "new graph break", "recompile reason"
+    status: str  # "fail" | "improved" | "ok"
+    message: str
+    file: str = ""
+    line: int = 0
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(f.status == "fail" for f in self.findings)
+
+
+def metric(rep: Report, name: str) -> int:
+    return int(getattr(rep.summary, name))
+
+
+def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
+    out = []
+    for name, limit in limits.items():
+        value = metric(rep, name)
+        if value > limit:
+            out.append(Finding(model, name, "fail", f"{name} {value} > max {limit}", rep.target.path))
+        else:
+            out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
+    return out
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def snapshot(rep: Report) -> dict[str, Any]:
+    """A model's baseline entry: counts and identities, sorted, with no timings or paths."""
+    breaks = sorted({BreakKey.of(d.first) for d in distinct_breaks(rep)}, key=lambda k: (k.function, k.code, k.type))
+    reasons = sorted({r for rc in rep.stages.dynamo.recompiles for r in rc.reasons})
+    entry: dict[str, Any] = {m: metric(rep, m) for m in METRICS}
+    entry["breaks"] = [{"type": k.type, "function": k.function, "code": k.code} for k in breaks]
+    entry["recompile_reasons"] = reasons
+    return entry
+
+
+def baseline_key(model_path: str, baseline_path: Path) -> str:
+    """A model file's key in a baseline: its path relative to the baseline's directory, with '/'."""
+    rel = os.path.relpath(os.path.abspath(model_path), os.path.abspath(baseline_path.parent or Path(".")))
+    return rel.replace(os.sep, "/")
+
+
+def dump_baseline(models: dict[str, dict[str, Any]]) -> str:
+    data = {"schema_version": BASELINE_SCHEMA, "models": {k: models[k] for k in sorted(models)}}
+    header = "# tcinspect baseline: what `tcinspect check --baseline` compares against.\n" \
+             "# Regenerate with `tcinspect check --baseline THIS_FILE --update`.\n"
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
+    """Read a baseline; any problem is one ReportFormatError naming the file (never 'no regressions')."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportFormatError(f"baseline {path} does not exist",
+                                f"create it with `tcinspect check FILE --baseline {path} --update`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportFormatError(f"cannot read baseline {path}: {exc}", "check the path") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ReportFormatError(f"baseline {path} is not valid YAML",
+                                f"regenerate it with `tcinspect check --baseline {path} --update`") from None
+    if not isinstance(data, dict) or "models" not in data or not isinstance(data.get("models"), dict):
+        raise ReportFormatError(f"baseline {path} is not a tcinspect baseline (no 'models' mapping)",
+                                f"regenerate it with `tcinspect check --baseline {path} --update`")
+    if data.get("schema_version") != BASELINE_SCHEMA:
+        raise ReportFormatError(f"baseline {path} has schema version {data.get('schema_version')!r}, "
+                                f"not {BASELINE_SCHEMA}", f"regenerate it with `tcinspect check --baseline {path} --update`")
+    for key, entry in data["models"].items():
+        if not isinstance(entry, dict) or any(not isinstance(entry.get(m), int) for m in METRICS) \
+                or not isinstance(entry.get("breaks", []), list):
+            raise ReportFormatError(f"baseline {path}: the entry for {key} is malformed",
+                                    f"regenerate it with `tcinspect check --baseline {path} --update`")
+    return data["models"]
+
+
+def compare(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
+    """Regressions and improvements of a report against its baseline entry."""
+    out: list[Finding] = []
+    for name in METRICS:
+        now, before = metric(rep, name), int(base[name])
+        if now > before:
+            out.append(Finding(model, name, "fail", f"{name} {now} > baseline {before}", rep.target.path))
+        elif now < before:
+            out.append(Finding(model, name, "improved", f"{name} {now} < baseline {before}"))
+        else:
+            out.append(Finding(model, name, "ok", f"{name} {now} = baseline"))
+    known = {BreakKey(str(b.get("type", "")), str(b.get("function", "")), str(b.get("code", "")).strip())
+             for b in base.get("breaks", []) if isinstance(b, dict)}
+    current = {}
+    for d in distinct_breaks(rep):
+        current.setdefault(BreakKey.of(d.first), d.first)
+    for key, brk in current.items():
+        if key not in known:
+            loc = brk.user_frame
+            where = f"{loc.short()} in {loc.function}" if loc else "?"
+            out.append(Finding(model, "new graph break", "fail",
+                               f"new graph break at {where}: {brk.break_type} — `{key.code}`",
+                               loc.file if loc else "", loc.line if loc else 0))
+    for key in sorted(known - set(current), key=lambda k: (k.function, k.code)):
+        out.append(Finding(model, "fixed graph break", "improved",
+                           f"graph break fixed: {key.type} in {key.function} — `{key.code}`"))
+    old_reasons = set(base.get("recompile_reasons", []) or [])
+    for reason in sorted({r for rc in rep.stages.dynamo.recompiles for r in rc.reasons} - old_reasons):
+        out.append(Finding(model, "new recompile reason", "fail", f"new recompile reason: {reason}", rep.target.path))
+    return out
+
+
+def parse_limits(values: dict[str, Any], where: str) -> Limits:
+    """Limits from a config mapping (``max_graph_breaks = 0`` ...), checked."""
+    kwargs = {}
+    for m in METRICS:
+        key = f"max_{m}"
+        if key in values:
+            v = values[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise UsageError(f"{where}: {key} must be a whole number >= 0, not {v!r}", f"fix {key} in {where}")
+            kwargs[m] = v
+    return Limits(**kwargs)
+
+
+@dataclass(frozen=True)
+class Config:
+    """[tool.tcinspect] in pyproject.toml."""
+
+    models: tuple[str, ...] = ()
+    limits: Limits = Limits()
+    per_model: dict[str, Limits] = field(default_factory=dict)
+    baseline: Optional[str] = None
+
+
+def load_config(start: Path = Path(".")) -> Config:
+    """[tool.tcinspect] from the nearest pyproject.toml at or above ``start`` (empty if none)."""
+    for d in [start.resolve(), *start.resolve().parents]:
+        p = d / "pyproject.toml"
+        if p.is_file():
+            return _parse_config(p)
+    return Config()
+
+
+def _parse_config(path: Path) -> Config:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid TOML ({exc})", f"fix {path}") from None
+    section = data.get("tool", {}).get("tcinspect", {})
+    if not isinstance(section, dict):
+        raise UsageError(f"{path}: [tool.tcinspect] is not a table", f"fix {path}")
+    where = f"{path} [tool.tcinspect]"
+    models = section.get("models", [])
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        raise UsageError(f"{where}: models must be a list of paths", f"fix {path}")
+    base = path.parent
+    per_model = {}
+    for key, values in (section.get("model") or {}).items():
+        if not isinstance(values, dict):
+            raise UsageError(f"{where}: model.{key!r} must be a table of max_* budgets", f"fix {path}")
+        per_model[str((base / key).resolve())] = parse_limits(values, f"{where} model.{key!r}")
+    baseline = section.get("baseline")
+    if baseline is not None and not isinstance(baseline, str):
+        raise UsageError(f"{where}: baseline must be a path", f"fix {path}")
+    return Config(
+        models=tuple(str(base / m) for m in models),
+        limits=parse_limits(section, where),
+        per_model=per_model,
+        baseline=str(base / baseline) if baseline else None,
+    )
+
+
+def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
+    """Command-line limits win over per-model budgets, which win over the config's defaults."""
+    per = config.per_model.get(str(Path(model_path).resolve()), Limits())
+    kwargs = {}
+    for m in METRICS:
+        for source in (cli, per, config.limits):
+            if getattr(source, m) is not None:
+                kwargs[m] = getattr(source, m)
+                break
+    return Limits(**kwargs)
+
+
+def models_in(files: Sequence[str], config: Config) -> list[str]:
+    return list(files) if files else list(config.models)

@@ -1,0 +1,110 @@
+"""`tcinspect check`: fail a CI build when graph breaks, recompiles or kernels regress."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from tcinspect.cli import app
+from tcinspect.cli import common as c
+from tcinspect.errors import ExitCode, UsageError
+
+Max = lambda name, what: Annotated[Optional[int], typer.Option(  # noqa: E731
+    f"--max-{name}", help=f"Fail when {what} exceed this.", show_default=False, min=0)]
+
+
+@app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
+def check(
+    files: Annotated[Optional[List[str]], typer.Argument(
+        help="Model files or saved reports (default: `models` in [tool.tcinspect]).", show_default=False)] = None,
+    max_graph_breaks: Max("graph-breaks", "graph breaks") = None,
+    max_graphs: Max("graphs", "graphs") = None,
+    max_recompiles: Max("recompiles", "recompiles") = None,
+    max_kernels: Max("kernels", "kernels") = None,
+    baseline: Annotated[Optional[Path], typer.Option(
+        "--baseline", help="Compare against this snapshot (default: `baseline` in [tool.tcinspect]).",
+        show_default=False)] = None,
+    update: Annotated[bool, typer.Option("--update", help="Rewrite the baseline from this run.")] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, github or json.")] = "table",
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.", show_default=False)] = None,
+    model: c.ModelOpt = "model",
+    inputs: c.InputsOpt = "example_inputs",
+    device: c.DeviceOpt = "",
+    backend: c.BackendOpt = "inductor",
+    dynamic: c.DynamicOpt = "",
+    no_backward: c.NoBackwardOpt = False,
+    fresh: c.FreshOpt = False,
+    debug: c.DebugOpt = False,
+) -> None:
+    """Check model files against budgets and a baseline. Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
+    from tcinspect import checks
+    from tcinspect.render import checks as render
+
+    fmt = c.check_format(fmt, ("table", "github", "json"))
+    config = checks.load_config()
+    paths = checks.models_in(files or [], config)
+    if not paths:
+        raise UsageError("no model files to check", "pass FILE..., or list `models` under [tool.tcinspect] in pyproject.toml")
+    baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
+    if update and baseline_path is None:
+        raise UsageError("--update needs a baseline path", "pass --baseline FILE")
+    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels)
+    if not update and baseline_path is None and not any(
+            checks.merged_limits(cli_limits, config, p).items() for p in paths):
+        raise UsageError("nothing to check: no --max-* budget and no baseline",
+                         "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
+    base = checks.load_baseline(baseline_path) if baseline_path is not None and not update else None
+    opts = c.options(backend, "", False, dynamic, no_backward, device)
+
+    outcome, snapshots = checks.Outcome(), {}
+    for path in paths:
+        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug)
+        name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
+        outcome.findings += checks.check_limits(name, rep, checks.merged_limits(cli_limits, config, path))
+        if update:
+            snapshots[name] = checks.snapshot(rep)
+        elif base is not None:
+            if name not in base:
+                raise UsageError(f"{name} is not in baseline {baseline_path}",
+                                 f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
+            outcome.findings += checks.compare(name, rep, base[name])
+
+    if update:
+        _update(baseline_path, snapshots)
+    if junit is not None:
+        from tcinspect.serialize import write_atomic
+
+        try:
+            write_atomic(junit, render.junit(outcome))
+        except OSError as exc:
+            raise UsageError(f"cannot write {junit}: {exc.strerror or exc}", "choose a writable path for --junit") from None
+        c.note(f"wrote {junit}")
+    if fmt == "github":
+        sys.stdout.write(render.github(outcome))
+    else:
+        c.emit_document(render.document(outcome), fmt, None, lambda: render.table(outcome))
+    if outcome.failed:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _update(path: Path, snapshots: dict) -> None:
+    """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
+    from tcinspect import checks
+    from tcinspect.serialize import write_atomic
+
+    models = {}
+    if path.exists():
+        try:
+            models = checks.load_baseline(path)
+        except Exception:  # noqa: BLE001 - a broken baseline is being replaced
+            models = {}
+    models.update(snapshots)
+    try:
+        write_atomic(path, checks.dump_baseline(models))
+    except OSError as exc:
+        raise UsageError(f"cannot write baseline {path}: {exc.strerror or exc}",
+                         "check the path; the old baseline was left as it was") from None
+    c.note(f"updated {path} ({len(snapshots)} model(s))")

@@ -1,0 +1,95 @@
+"""Compare two reports (before/after a code change or a torch upgrade). Pure: no torch."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcinspect.checks import BreakKey
+from tcinspect.report import Report
+from tcinspect.views import distinct_breaks
+
+_COUNTS = ("graphs", "graph_breaks", "distinct_graph_breaks", "recompiles", "guards", "aot_graphs", "kernels")
+
+
+@dataclass
+class Diff:
+    counts: list[tuple[str, int, int]] = field(default_factory=list)  # name, before, after (changed only)
+    graphs: list[tuple[str, str, str]] = field(default_factory=list)  # change, graph, detail
+    breaks: list[tuple[str, str]] = field(default_factory=list)  # added|removed, description
+    recompiles: list[tuple[str, str]] = field(default_factory=list)
+    kernels: list[tuple[str, str, str]] = field(default_factory=list)  # added|removed, output, kernel
+
+    @property
+    def empty(self) -> bool:
+        return not (self.counts or self.graphs or self.breaks or self.recompiles or self.kernels)
+
+
+def _graph_key(g: Any) -> str:
+    return f"{g.compile_id} {g.function}"
+
+
+def diff(a: Report, b: Report) -> Diff:
+    d = Diff()
+    sa, sb = a.summary, b.summary
+    d.counts = [(n, getattr(sa, n), getattr(sb, n)) for n in _COUNTS if getattr(sa, n) != getattr(sb, n)]
+
+    ga = {_graph_key(g): g for g in a.stages.dynamo.graphs}
+    gb = {_graph_key(g): g for g in b.stages.dynamo.graphs}
+    for k in ga.keys() - gb.keys():
+        d.graphs.append(("removed", k, f"{ga[k].graph.op_count} ops"))
+    for k in gb.keys() - ga.keys():
+        d.graphs.append(("added", k, f"{gb[k].graph.op_count} ops"))
+    for k in ga.keys() & gb.keys():
+        x, y = ga[k], gb[k]
+        changes = []
+        if x.graph.op_count != y.graph.op_count:
+            changes.append(f"ops {x.graph.op_count} → {y.graph.op_count}")
+        if len(x.guards) != len(y.guards):
+            changes.append(f"guards {len(x.guards)} → {len(y.guards)}")
+        if changes:
+            d.graphs.append(("changed", k, ", ".join(changes)))
+    d.graphs.sort(key=lambda r: r[1])
+
+    def breaks(rep: Report) -> dict[BreakKey, str]:
+        out = {}
+        for g in distinct_breaks(rep):
+            loc = g.first.user_frame
+            out[BreakKey.of(g.first)] = f"{g.first.break_type} at {loc.short() if loc else '?'} in " \
+                                        f"{loc.function if loc else '?'}: `{(loc.code if loc else '').strip()}`"
+        return out
+
+    ba, bb = breaks(a), breaks(b)
+    d.breaks = [("removed", ba[k]) for k in ba.keys() - bb.keys()] + [("added", bb[k]) for k in bb.keys() - ba.keys()]
+    d.breaks.sort()
+
+    ra = {r for rc in a.stages.dynamo.recompiles for r in rc.reasons}
+    rb = {r for rc in b.stages.dynamo.recompiles for r in rc.reasons}
+    d.recompiles = sorted([("removed", r) for r in ra - rb] + [("added", r) for r in rb - ra])
+
+    def kernels(rep: Report) -> dict[str, Counter]:
+        out: dict[str, Counter] = {}
+        for o in rep.stages.inductor.outputs:
+            out.setdefault(f"{o.compile_id} {o.part}", Counter()).update(k.name for k in o.kernels)
+        return out
+
+    ka, kb = kernels(a), kernels(b)
+    for out in sorted(ka.keys() | kb.keys()):
+        x, y = ka.get(out, Counter()), kb.get(out, Counter())
+        for name in sorted((x - y).elements()):
+            d.kernels.append(("removed", out, name))
+        for name in sorted((y - x).elements()):
+            d.kernels.append(("added", out, name))
+    return d
+
+
+def document(d: Diff, a_name: str, b_name: str) -> dict[str, Any]:
+    return {
+        "a": a_name, "b": b_name, "identical": d.empty,
+        "counts": {n: {"a": x, "b": y} for n, x, y in d.counts},
+        "graphs": [{"change": c, "graph": g, "detail": t} for c, g, t in d.graphs],
+        "graph_breaks": [{"change": c, "break": t} for c, t in d.breaks],
+        "recompile_reasons": [{"change": c, "reason": t} for c, t in d.recompiles],
+        "kernels": [{"change": c, "output": o, "kernel": k} for c, o, k in d.kernels],
+    }

@@ -1,0 +1,74 @@
+"""Check outcomes -> a table, GitHub Actions annotations, JUnit XML or JSON. Pure functions."""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect.checks import Outcome
+
+_STYLE = {"fail": "bold red", "improved": "green", "ok": "dim"}
+
+
+def table(outcome: Outcome) -> RenderableType:
+    t = Table(header_style="bold")
+    t.add_column("model", style="cyan")
+    t.add_column("check")
+    t.add_column("result")
+    t.add_column("detail")
+    for f in outcome.findings:
+        t.add_row(f.model, f.check, Text(f.status, style=_STYLE.get(f.status, "")), f.message)
+    fails = sum(f.status == "fail" for f in outcome.findings)
+    better = sum(f.status == "improved" for f in outcome.findings)
+    verdict = Text(f"FAILED: {fails} regression(s)" if fails else "passed", style="bold red" if fails else "bold green")
+    if better:
+        verdict.append(f" · {better} improvement(s) — update the baseline with --update", style="green")
+    return Group(t, verdict)
+
+
+def _escape(text: str) -> str:
+    # workflow-command escaping (GitHub's toolkit: %, CR, LF in the message)
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github(outcome: Outcome) -> str:
+    """GitHub Actions workflow commands: an ::error at each regression, a ::notice per improvement."""
+    lines = []
+    for f in outcome.findings:
+        if f.status == "ok":
+            continue
+        kind = "error" if f.status == "fail" else "notice"
+        props = []
+        if f.file:
+            rel = os.path.relpath(f.file) if os.path.isabs(f.file) else f.file
+            props.append(f"file={rel}")
+            if f.line:
+                props.append(f"line={f.line}")
+        props.append(f"title=tcinspect {f.check}")
+        lines.append(f"::{kind} {','.join(props)}::{_escape(f.message)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def junit(outcome: Outcome) -> str:
+    """JUnit XML: one test case per model and check."""
+    suite = ET.Element("testsuite", name="tcinspect", tests=str(len(outcome.findings)),
+                       failures=str(sum(f.status == "fail" for f in outcome.findings)), errors="0", skipped="0")
+    for f in outcome.findings:
+        case = ET.SubElement(suite, "testcase", classname=f"tcinspect.{f.model}", name=f"{f.check}: {f.message}"[:200])
+        if f.status == "fail":
+            failure = ET.SubElement(case, "failure", message=f.message, type=f.check)
+            failure.text = f"{f.file}:{f.line}: {f.message}" if f.file else f.message
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def document(outcome: Outcome) -> dict[str, Any]:
+    return {"passed": not outcome.failed,
+            "findings": [{"model": f.model, "check": f.check, "status": f.status, "message": f.message,
+                          "file": f.file, "line": f.line} for f in outcome.findings]}
