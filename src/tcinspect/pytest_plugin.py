@@ -23,6 +23,7 @@ def tcinspect_check() -> Callable[..., Any]:
         try:
             return assert_compiles(*args, **kwargs)
         except AssertionError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            message = str(exc)
+        pytest.fail(message, pytrace=False)  # outside the except: no chained second copy
 
     return check
