@@ -68,7 +68,7 @@ class Graph:
 class Guard:
     """One leaf guard Dynamo installed on a compiled graph."""
 
-    kind: str  # tensor | shape | value | type | identity | attribute | global_state | other
+    kind: str  # tensor | symbolic_shape | value | type | identity | attribute | global_state | other
     guard_type: str  # PyTorch's guard name, e.g. TENSOR_MATCH, EQUALS_MATCH
     source: str  # the guarded source, e.g. "L['x']"
     expression: str  # the check as PyTorch prints it
@@ -110,7 +110,21 @@ class Recompile:
 
     compile_id: str
     function: str
+    #: The failed guard of each earlier cache entry, as PyTorch reports them (newest first).
     reasons: tuple[str, ...]
+    #: Which call triggered it: 0 for example_inputs, k for input_sets[k - 1]; -1 unknown.
+    input_set: int = -1
+    #: Dynamo hit its recompile limit here and ran the frame eagerly instead.
+    limit_hit: bool = False
+    suggestion: str = ""
+
+
+@dataclass(frozen=True)
+class InputSetError:
+    """An input set that raised when run (the others were still analysed)."""
+
+    input_set: int
+    error: str
 
 
 @dataclass(frozen=True)
@@ -257,6 +271,9 @@ class Report:
     compiles: tuple[CompileMetrics, ...] = ()
     #: "" when the run completed; else what stopped it (the stage statuses say where).
     error: str = ""
+    #: How many calls were made: example_inputs plus each input set that was run.
+    calls: int = 0
+    input_errors: tuple[InputSetError, ...] = ()
     tcinspect_version: str = ""
     schema_version: int = SCHEMA_VERSION
     #: Seconds spent compiling (wall), kept apart so that reports diff cleanly.

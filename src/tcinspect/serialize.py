@@ -41,6 +41,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         "options": _plain(rep.options),
         "status": "ok" if rep.ok else "failed",
         "error": rep.error,
+        "calls": rep.calls,
+        "input_errors": _plain(rep.input_errors),
         "summary": _plain(rep.summary),
         "stages": _plain(rep.stages),
         "compiles": _plain(rep.compiles),

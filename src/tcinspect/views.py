@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from tcinspect.report import GraphBreak, Kernel, OutputCode, Report, break_identity
+from tcinspect.report import GraphBreak, Guard, Kernel, OutputCode, Report, break_identity
 
 
 @dataclass(frozen=True)
@@ -130,3 +131,83 @@ def codegen_document(rep: Report) -> dict[str, Any]:
     return {"torch_version": rep.torch_version, "device": rep.device,
             "target": rep.target.path or rep.target.model_name,
             "summary": {"outputs": len(outputs), "kernels": rep.summary.kernels}, "outputs": outputs}
+
+
+#: TENSOR_MATCH checks several properties at once; the guards view lists each as the tutorials do.
+_TENSOR_FIELDS = (
+    ("dtype", re.compile(r"\b(torch\.\w+)")),
+    ("device", re.compile(r"device=([^,)]+)")),
+    ("shape", re.compile(r"size=\[([^\]]*)\]")),
+    ("attribute", re.compile(r"requires_grad=(\w+)")),
+)
+
+
+def guard_checks(g: Guard) -> list[tuple[str, str]]:
+    """A guard as (kind, check) pairs; a TENSOR_MATCH becomes its dtype, device, shape and requires_grad."""
+    if g.guard_type != "TENSOR_MATCH":
+        return [(g.kind, g.expression)]
+    src = g.source or "tensor"
+    out = []
+    for kind, pattern in _TENSOR_FIELDS:
+        m = pattern.search(g.expression.split(",", 2)[-1] if kind == "dtype" else g.expression)
+        if not m:
+            continue
+        value = m.group(1).strip()
+        text = {"dtype": f"{src}.dtype == {value}", "device": f"{src}.device == {value}",
+                "shape": f"{src}.size() == [{value}]", "attribute": f"{src}.requires_grad == {value}"}[kind]
+        out.append((kind, text))
+    return out or [(g.kind, g.expression)]
+
+
+@dataclass(frozen=True)
+class FrameCompiles:
+    """One Python frame Dynamo compiled: its compiles and cache entries."""
+
+    frame: str  # the frame id
+    function: str
+    compiles: int
+    cache_entries: int
+    limit_hit: bool
+
+
+def frames(rep: Report) -> list[FrameCompiles]:
+    """Per frame: compiles (first + recompiles) and the cache entries they left (graphs compiled)."""
+    by_frame: dict[str, list] = {}
+    for c in rep.compiles:
+        by_frame.setdefault(c.compile_id.split("/")[0], []).append(c)
+    graphs = {g.compile_id for g in rep.stages.dynamo.graphs}
+    limit = {r.compile_id for r in rep.stages.dynamo.recompiles if r.limit_hit}
+    out = []
+    for frame, items in by_frame.items():
+        out.append(FrameCompiles(frame, items[0].function, len(items),
+                                 sum(1 for c in items if c.compile_id in graphs and c.compile_id not in limit),
+                                 any(c.compile_id in limit for c in items)))
+    return out
+
+
+def guards_document(rep: Report) -> dict[str, Any]:
+    """The `guards` command's YAML/JSON: guards per graph by kind, then recompiles."""
+    graphs = []
+    for g in rep.stages.dynamo.graphs:
+        checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
+        counts: dict[str, int] = {}
+        for kind, _, _ in checks:
+            counts[kind] = counts.get(kind, 0) + 1
+        graphs.append({"compile_id": g.compile_id, "function": g.function, "guards": len(g.guards),
+                       "checks_by_kind": dict(sorted(counts.items())),
+                       "checks": [{"kind": k, "check": t, "guard_type": x.guard_type, "source": x.source,
+                                   "user_code": x.user_code} for k, t, x in checks]})
+    recompiles = [{"compile_id": r.compile_id, "function": r.function, "input_set": r.input_set,
+                   "failed_guard": r.reasons[0] if r.reasons else "", "reasons": list(r.reasons),
+                   "limit_hit": r.limit_hit, "suggestion": r.suggestion} for r in rep.stages.dynamo.recompiles]
+    fr = frames(rep)
+    return {
+        "target": rep.target.path or rep.target.model_name,
+        "dynamic": rep.options.dynamic or "auto",
+        "summary": {"calls": rep.calls, "compiles": len(rep.compiles), "recompiles": rep.summary.recompiles,
+                    "guards": rep.summary.guards, "limit_hit": any(f.limit_hit for f in fr),
+                    "cache_entries": {f"{f.function} (frame {f.frame})": f.cache_entries for f in fr}},
+        "graphs": graphs,
+        "recompiles": recompiles,
+        "input_errors": [{"input_set": e.input_set, "error": e.error} for e in rep.input_errors],
+    }

@@ -34,7 +34,7 @@ DeviceOpt = Annotated[str, typer.Option("--device", help="Move the module and te
 ModeOpt = Annotated[str, typer.Option("--mode", help="torch.compile mode (default, reduce-overhead, max-autotune, ...).",
                                       show_default=False)]
 FullgraphOpt = Annotated[bool, typer.Option("--fullgraph", help="Pass fullgraph=True to torch.compile.")]
-DynamicOpt = Annotated[str, typer.Option("--dynamic", help="Pass dynamic=True/False to torch.compile (true, false).",
+DynamicOpt = Annotated[str, typer.Option("--dynamic", help="Pass dynamic= to torch.compile: true, false or auto.",
                                          show_default=False)]
 BackendOpt = Annotated[str, typer.Option("--backend", help="A registered torch.compile backend name.")]
 NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
@@ -46,8 +46,10 @@ err_console = Console(stderr=True, highlight=False)
 
 def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str) -> Options:
     dynamic = dynamic.lower()
+    if dynamic == "auto":
+        dynamic = ""  # torch's default: static first, automatic dynamic on a recompile
     if dynamic not in ("", "true", "false"):
-        raise UsageError(f"--dynamic {dynamic!r} is not one of true, false", "pass --dynamic true or --dynamic false")
+        raise UsageError(f"--dynamic {dynamic!r} is not one of true, false, auto", "pass --dynamic true, false or auto")
     if device and device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise UsageError(f"--device {device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
     return Options(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backward=not no_backward,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional
 
@@ -9,7 +10,7 @@ from tcinspect.recording import events as ev_mod
 from tcinspect.recording.breaks import parse_break
 from tcinspect.recording.events import Event
 from tcinspect.recording.fxgraph import parse_graph
-from tcinspect.recording.guards import parse_guards
+from tcinspect.recording.guards import parse_guards, suggest_recompile_fix
 from tcinspect.recording.inductor import aot_id_of, parse_output_code, part_of
 from tcinspect.report import (
     FAILED,
@@ -99,21 +100,37 @@ def _metrics(cid: str, events: list[Event]) -> CompileMetrics:
     )
 
 
+def clean_reason(reason: str) -> str:
+    """A failed guard as PyTorch reports it, without the padding and the 'User stack trace' tail."""
+    first = reason.split("\nUser stack trace:", 1)[0].strip()
+    first = re.sub(r"\s+#\s+#?\s*", "  # ", first)
+    return re.sub(r"[ \t]{2,}(?!#)", " ", first).strip()
+
+
 def _recompile_reasons(all_events: list[Event]) -> dict[str, tuple[str, ...]]:
-    """recompile_reasons artifacts, each attached to the next compile of an already-compiled frame."""
-    out: dict[str, tuple[str, ...]] = {}
+    """recompile_reasons artifacts, by the compile id they were logged under.
+
+    torch (2.11-2.14) logs them inside the new compile's context; one logged outside any
+    compile (older versions) goes to the next compile of an already-compiled frame.
+    """
+    out: dict[str, list[str]] = {}
     pending: list[str] = []
     for e in all_events:
         if e.name == "recompile_reasons":
+            # one reason arrives as a bare string, several as a JSON list (guards.py, 2.11-2.14)
             data = ev_mod.json_payload(e)
-            if isinstance(data, list):
-                pending.extend(str(d) for d in data)
-            elif data is not None:
-                pending.append(str(data))
-        elif e.name == "dynamo_start" and (e.frame_compile_id or 0) > 0:
-            out[e.compile_id] = tuple(r.strip() for r in pending)
+            if data is None and e.payload.strip():
+                data = e.payload
+            items = [str(d) for d in data] if isinstance(data, list) else ([str(data)] if data is not None else [])
+            items = [clean_reason(r) for r in items]
+            if e.compile_id:
+                out.setdefault(e.compile_id, []).extend(items)
+            else:
+                pending.extend(items)
+        elif e.name == "dynamo_start" and (e.frame_compile_id or 0) > 0 and pending:
+            out.setdefault(e.compile_id, []).extend(pending)
             pending = []
-    return out
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
 def _reanchor(graph: Graph, anchors: Optional[Graph]) -> Graph:
@@ -187,7 +204,12 @@ def build(
                 guards=parse_guards(guard_ev.payload) if guard_ev is not None else (),
             ))
         if cid in reasons or (group[0].frame_compile_id or 0) > 0:
-            recompiles.append(Recompile(compile_id=cid, function=m.function, reasons=reasons.get(cid, ())))
+            why = reasons.get(cid, ())
+            recompiles.append(Recompile(
+                compile_id=cid, function=m.function, reasons=why,
+                input_set=next((e.call for e in group if e.call >= 0), -1),
+                limit_hit="recompile limit" in m.fail_reason.lower(),
+                suggestion=suggest_recompile_fix(why)))
         parts = {}
         for e in latest:
             if e.name in _AOT_EVENTS:
@@ -235,10 +257,16 @@ def _after(stage: str, failed: str) -> bool:
     return failed in _ORDER and stage in _ORDER and _ORDER.index(stage) > _ORDER.index(failed)
 
 
+#: fail_type values of a frame Dynamo gave up on gracefully (graph break it cannot resume from,
+#: recompile limit, skipped frame): the code ran eagerly, as designed, so nothing failed.
+GRACEFUL = frozenset({"Unsupported", "SkipFrame", "RecompileLimitExceeded", "ResumePrologueTracingError",
+                      "UncapturedHigherOrderOpError", "ObservedException"})
+
+
 def failure_from_metrics(metrics: Iterable[CompileMetrics], stages: Stages) -> Optional[Failure]:
     """A failed compile recorded in compilation_metrics, attributed to the stage that failed."""
     for m in metrics:
-        if not m.fail_type:
+        if not m.fail_type or m.fail_type.rsplit(".", 1)[-1] in GRACEFUL:
             continue
         has_aot = any(g.compile_id == m.compile_id for g in stages.aot_autograd.graphs)
         stage = "inductor" if has_aot else ("aot_autograd" if "Backend" in m.fail_type else "dynamo")

@@ -16,7 +16,7 @@ from tcinspect.recording import _compat, assemble, modelfile
 from tcinspect.recording import breaks as breaks_mod
 from tcinspect.recording import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
-from tcinspect.report import Options, Report, Target
+from tcinspect.report import InputSetError, Options, Report, Target
 
 
 class Recorder(logging.Handler):
@@ -25,6 +25,7 @@ class Recorder(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
         self.events: list[ev_mod.Event] = []
+        self.call = -1  # which model call is running (set by the capture loop)
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
@@ -32,7 +33,7 @@ class Recorder(logging.Handler):
             return
         if ev_mod.event_name(metadata) in ev_mod.IGNORED:
             return
-        self.events.append(ev_mod.from_record(metadata, getattr(record, "payload", None)))
+        self.events.append(ev_mod.from_record(metadata, getattr(record, "payload", None), self.call))
 
 
 def _move(value: Any, device: str) -> Any:
@@ -138,6 +139,8 @@ class _Run:
         self.recorder = Recorder()
         self.failure: Optional[assemble.Failure] = None
         self.seconds = 0.0
+        self.calls = 0
+        self.input_errors: list[InputSetError] = []
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
@@ -172,19 +175,31 @@ class _Run:
                 loss.backward()
 
     def call(self, model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
-             where: Path | None) -> bool:
-        """Run one input set (and its backward); False if a compiler stage failed."""
+             where: Path | None, index: int = 0) -> bool:
+        """Run call ``index`` (0: example_inputs, k: input_sets[k - 1]) and its backward.
+
+        False if a compiler stage failed. An input set (index > 0) that raises as the model's own
+        error is recorded against that set, and the others still run.
+        """
+        self.recorder.call = index
+        self.calls += 1
         try:
             self.step(compiled, inputs)
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
             if not _compat.is_compiler_exception(exc):
+                if index > 0:
+                    self.input_errors.append(InputSetError(index, _model_raised(exc, where).cause))
+                    return True
                 raise _model_raised(exc, where) from exc
             # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
             # first): only an error eager mode does not reproduce is a compiler failure.
             try:
                 self.step(model, inputs)
             except Exception as eager_exc:  # noqa: BLE001
+                if index > 0:
+                    self.input_errors.append(InputSetError(index, _model_raised(eager_exc, where).cause))
+                    return True
                 raise _model_raised(eager_exc, where) from eager_exc
             self.failure = _failure(exc)
             return False
@@ -206,6 +221,8 @@ class _Run:
             compiles=metrics,
             error=f"{failure.stage} stage failed: {failure.message}" if failure else "",
             tcinspect_version=__version__,
+            calls=self.calls,
+            input_errors=tuple(self.input_errors),
             timings=(("capture_s", round(self.seconds, 3)),),
         )
 
@@ -244,8 +261,8 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     run = _Run(opts, fresh, quiet)
     with run.recording():
         compiled = _compat.compile_fn(model, **run.compile_kwargs())
-        for args in [inputs, *sets]:
-            if not run.call(model, compiled, args, where):
+        for index, args in enumerate([inputs, *sets]):
+            if not run.call(model, compiled, args, where, index):
                 break
     return run.report(target, device)
 

@@ -33,6 +33,8 @@ class Event:
     attempt: int = 0
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
     payload: str = ""
+    #: The model call during which it was logged (0: example_inputs, k: input_sets[k - 1]), or -1.
+    call: int = -1
 
     @property
     def compile_id(self) -> str:
@@ -59,7 +61,7 @@ def event_name(metadata: dict[str, Any]) -> str:
     return ""
 
 
-def from_record(metadata: dict[str, Any], payload: Any) -> Event:
+def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event:
     """Normalise one raw ``(record.metadata, record.payload)`` pair."""
     name = event_name(metadata)
     own = metadata.get("artifact") if "artifact" in metadata else metadata.get(name)
@@ -76,6 +78,7 @@ def from_record(metadata: dict[str, Any], payload: Any) -> Event:
         attempt=int(metadata.get("attempt") or 0),
         meta=own if isinstance(own, dict) else {},
         payload=text,
+        call=call,
     )
 
 

@@ -43,12 +43,12 @@ _KINDS = {
     "DICT_VERSION": "attribute",
     "DISPATCH_KEY_SET_MATCH": "attribute",
     "WEAKREF_ALIVE": "identity",
-    "SHAPE_ENV": "shape",
+    "SHAPE_ENV": "symbolic_shape",
 }
 
 
 def classify(guard_type: str, expression: str) -> str:
-    """The kind of a guard: tensor, shape, value, type, identity, attribute, global_state, other."""
+    """The kind of a guard: tensor, symbolic_shape, value, type, identity, attribute, global_state, other."""
     kind = _KINDS.get(guard_type)
     if kind:
         return kind
@@ -56,7 +56,7 @@ def classify(guard_type: str, expression: str) -> str:
         if "saved_tensors_hooks" in expression:
             return "global_state"
         if re.search(r"\.size\(\)|\.stride\(\)|storage_offset|\bs\d+\b", expression):
-            return "shape"
+            return "symbolic_shape"
         if "==" in expression or "!=" in expression:
             return "value"
     return "other"
@@ -92,3 +92,32 @@ def parse_guards(text: str) -> tuple[Guard, ...]:
         out.append(Guard(kind=classify(m["type"], expression), guard_type=m["type"], source=source_of(expression),
                          expression=expression, user_code=user_code))
     return tuple(out)
+
+
+# (pattern over a failed guard, suggestion): the recompile causes the torch.compile tutorials list.
+_RECOMPILE_FIXES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"size mismatch|stride mismatch|\.size\(\)|\.stride\(\)|Ne\(|Eq\(|\bs\d+\b"),
+     "A tensor shape changed: compile with dynamic=True, or call torch._dynamo.mark_dynamic(tensor, dim) "
+     "before the first call, so one graph serves every size."),
+    (re.compile(r"dtype mismatch|device mismatch|device index mismatch"),
+     "A new dtype or device needs its own graph: this recompile is expected (cast or move inputs once, "
+     "before the compiled call, to avoid it)."),
+    (re.compile(r"requires_grad mismatch|grad_mode|GLOBAL_STATE|global state", re.I),
+     "Grad mode or requires_grad changed: a separate graph is expected for training vs inference."),
+    (re.compile(r"(?:L|G)\[[^\]]+\][\w.\[\]']*\s*==\s*[-\w.'\"]+|^\S+/\d+: \w+ == [-\w.]+"),
+     "A Python scalar changed value: pass it as a tensor (torch.tensor(value)) so it is data, not a "
+     "constant baked into the graph, or compile with dynamic=True to make ints symbolic."),
+    (re.compile(r"type|___check_type_id|___check_obj_id|id mismatch", re.I),
+     "An object's type or identity changed (a new module or function object each call?): reuse the same "
+     "object across calls."),
+]
+
+
+def suggest_recompile_fix(reasons: tuple[str, ...]) -> str:
+    """A suggestion for the newest failed guard of a recompile (PyTorch lists it first)."""
+    if not reasons:
+        return ""
+    for pattern, fix in _RECOMPILE_FIXES:
+        if pattern.search(reasons[0]):
+            return fix
+    return ""

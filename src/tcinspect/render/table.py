@@ -126,7 +126,7 @@ def dynamo(rep: Report, code: bool = False) -> RenderableType:
 
 #: Guard kinds `trace` lists one by one; the rest (Dynamo's bookkeeping on types, object ids and
 #: attributes) are counted, and listed in full in YAML/JSON.
-USER_GUARD_KINDS = ("tensor", "shape", "value", "global_state")
+USER_GUARD_KINDS = ("tensor", "shape", "symbolic_shape", "value", "global_state")
 
 
 def guard_expression(guard_type: str, expression: str) -> str:

@@ -1,0 +1,39 @@
+"""`tcinspect guards`: what each graph assumed, and why it recompiled."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tcinspect.cli import app
+from tcinspect.cli import common as c
+
+
+@app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true")
+def guards(
+    file: c.FileArg = None,
+    script_args: c.ScriptArgs = None,
+    all_kinds: Annotated[bool, typer.Option("--all", help="Also list type, identity and bookkeeping guards.")] = False,
+    fmt: c.FormatOpt = "table",
+    output: c.OutputOpt = None,
+    model: c.ModelOpt = "model",
+    inputs: c.InputsOpt = "example_inputs",
+    device: c.DeviceOpt = "",
+    backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
+    dynamic: Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).")] = "",
+    no_backward: c.NoBackwardOpt = False,
+    fresh: c.FreshOpt = False,
+    debug: c.DebugOpt = False,
+) -> None:
+    """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
+    from dataclasses import replace
+
+    from tcinspect.render import guards as render
+    from tcinspect.views import guards_document
+
+    fmt = c.check_format(fmt)
+    opts = c.options(backend, "", False, dynamic, no_backward, device)
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug,
+                  also_accept=[replace(opts, backend="inductor")],
+                  show=lambda r: c.emit_document(guards_document(r), fmt, output, lambda: render.guards(r, all_kinds)))

@@ -1,0 +1,69 @@
+"""Report -> the `guards` view: guards per graph by kind, and why each recompile happened."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect.render.table import USER_GUARD_KINDS
+from tcinspect.report import Report
+from tcinspect.views import frames, guard_checks
+
+
+def _input_name(i: int) -> str:
+    return "example_inputs" if i == 0 else (f"input_sets[{i - 1}]" if i > 0 else "?")
+
+
+def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
+    fr = frames(rep)
+    entries = ", ".join(f"{f.function}: {f.cache_entries}" for f in fr) or "-"
+    head = Text()
+    head.append(f"{rep.calls} calls · {len(rep.compiles)} compiles · {rep.summary.recompiles} recompiles",
+                style="bold")
+    head.append(f" · cache entries per frame: {entries} · dynamic={rep.options.dynamic or 'auto'}")
+    if any(f.limit_hit for f in fr):
+        head.append(" · recompile limit hit: the frame ran eagerly after it", style="bold red")
+    parts: list[RenderableType] = [head]
+    for g in rep.stages.dynamo.graphs:
+        checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
+        counts = Counter(kind for kind, _, _ in checks)
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        t = Table(title=f"{g.compile_id} · {g.function} · {len(g.guards)} guards ({kinds})", title_justify="left",
+                  header_style="bold")
+        t.add_column("kind")
+        t.add_column("check", style="cyan")
+        t.add_column("guard", style="dim")
+        t.add_column("from your code", style="dim")
+        hidden = 0
+        for kind, text, x in checks:
+            if not all_kinds and kind not in USER_GUARD_KINDS + ("dtype", "device", "attribute"):
+                hidden += 1
+                continue
+            if not all_kinds and x.guard_type == "DIMENSION_DYNAMIC_MARKING_GUARD":
+                hidden += 1
+                continue
+            t.add_row(kind, text if len(text) < 110 else text[:109] + "…", x.guard_type, x.user_code.split("  # ")[0])
+        parts.append(t)
+        if hidden:
+            parts.append(Text(f"  + {hidden} type / identity / bookkeeping checks (--all shows them)", style="dim"))
+    if rep.stages.dynamo.recompiles:
+        t = Table(title="Recompiles", title_justify="left", header_style="bold")
+        t.add_column("compile id")
+        t.add_column("triggered by")
+        t.add_column("failed guard (as PyTorch reports it)", style="cyan")
+        t.add_column("suggestion")
+        for r in rep.stages.dynamo.recompiles:
+            failed = r.reasons[0] if r.reasons else "(PyTorch gave no reason)"
+            note = Text(r.suggestion)
+            if r.limit_hit:
+                note = Text("recompile limit hit: ran eagerly. ", style="bold red") + note
+            t.add_row(r.compile_id, _input_name(r.input_set), failed, note)
+        parts.append(t)
+    else:
+        parts.append(Text("No recompiles.", style="green"))
+    for e in rep.input_errors:
+        parts.append(Text(f"{_input_name(e.input_set)} raised: {e.error}", style="red"))
+    return Group(*parts)
