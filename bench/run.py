@@ -452,6 +452,22 @@ class Bench:
                             target=("abs", 0.5)), runs, make_cg)
 
 
+    def large_report(self, nodes: int, runs: int) -> None:
+        """Reading a synthetic report of ``nodes`` FX nodes (bench/synthetic.py): breaks and codegen --kernel."""
+        self.log(f"\n== reading a {nodes}-node report (bench/synthetic.py)")
+        report = self.dirs.root / f"synthetic-{nodes}.json"
+        out = subprocess.run([sys.executable, str(REPO / "bench" / "synthetic.py"), str(nodes), str(report)],
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise BenchError(f"bench/synthetic.py failed: {out.stderr[-2000:]}")
+        kernel = out.stdout.strip()
+        env = self.tc_env(self.dirs.new("inductor-unused"))
+        for label, cmd in ((f"breaks {nodes}-node REPORT", ["breaks", str(report)]),
+                           (f"codegen {nodes}-node REPORT --kernel", ["codegen", str(report), "--kernel", kernel])):
+            self.interleave(Row(label, "synthetic", " ".join(cmd[:1]), target=("abs", 2.0)), runs,
+                            lambda cmd=cmd: ([*TCINSPECT, *cmd], env, _noop, (0,)))
+
+
 def _noop() -> None:
     pass
 
@@ -536,6 +552,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=None, help="timed runs per comparison (default 5; 3 with --quick)")
     p.add_argument("--cold-runs", type=int, default=3, help="timed runs for the cold comparison (default 3)")
     p.add_argument("--skip-cold", action="store_true", help="skip the cold-compile comparison (slow)")
+    p.add_argument("--large-report", type=int, default=10000, metavar="NODES",
+                   help="also time reading a synthetic report of this many FX nodes (0: skip)")
     p.add_argument("--quick", action="store_true", help="N=3 and warm only")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per subprocess (default 600)")
     p.add_argument("--json", metavar="FILE", help="write raw numbers as JSON here")
@@ -584,6 +602,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 bench.cold_trace(model, args.cold_runs)
                 if "breaks" in commands:
                     bench.breaks_vs_cold_trace(model, args.cold_runs)
+        if args.large_report:
+            bench.large_report(args.large_report, args.runs)
     except BenchError as exc:
         if bench.rows:
             print("\nresults so far:\n" + fmt_table(bench.rows), flush=True)
