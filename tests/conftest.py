@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -59,3 +58,28 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeou
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "tcinspect", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd or ROOT, timeout=timeout)
+
+
+def launched(wrapper: str) -> list[str]:
+    """Oracle: the kernels an Inductor wrapper's call() launches, read with plain regexes."""
+    import re
+
+    from tcinspect.recording.inductor import _call_body
+
+    names = []
+    for line in _call_body(wrapper):
+        m = (re.match(r"\s*(\w+)\.run\(", line) or re.match(r"\s*(cpp_fused_\w+)\(", line)
+             or re.match(r"\s*(?:\w+ = )?extern_kernels\.(\w+)\(", line)
+             or re.match(r"\s*(?:[\w, ]+ = )?torch\.ops\.([\w.]+)\(", line)
+             or re.match(r"\s*(?:[\w, ]+ = )?(aten\.[\w.]+)\(", line))
+        if m:
+            names.append(m.group(1))
+    return names
+
+
+def cli(capsys, *args):
+    """Run the CLI in-process through its error boundary: (exit code, stdout, stderr)."""
+    from tcinspect.cli import main
+
+    code = main(list(args))
+    return (code, *capsys.readouterr())

@@ -9,8 +9,7 @@ import logging
 import pytest
 import torch
 
-from conftest import MODELS, SAMPLES
-from tcinspect.cli import main
+from conftest import MODELS, SAMPLES, cli
 from tcinspect.recording.engine import capture_file
 from tcinspect.report import Options
 from tcinspect.views import breaks_document, distinct_breaks
@@ -94,9 +93,6 @@ def test_counters_miss_data_dependent_but_we_do_not():
     assert rep.summary.graph_breaks == 1
 
 
-def cli(capsys, *args):
-    code = main(list(args))
-    return (code, *capsys.readouterr())
 
 
 def test_cli_breaks_table_yaml_and_fullgraph(capsys):

@@ -9,10 +9,9 @@ import runpy
 import pytest
 import torch
 
-from conftest import MODELS, SAMPLES
+from conftest import MODELS, SAMPLES, launched
 from tcinspect import serialize
 from tcinspect.recording.engine import capture, capture_file
-from tcinspect.recording.inductor import _call_body
 from tcinspect.errors import ModelRaisedError
 from tcinspect.report import FAILED, NOT_RUN, OK, Options
 
@@ -33,13 +32,6 @@ def content(rep):
     return data
 
 
-def launched_cpu(wrapper: str) -> list[str]:
-    names = []
-    for line in _call_body(wrapper):
-        m = re.match(r"\s*(cpp_fused_\w+)\(", line) or re.match(r"\s*(?:\w+ = )?extern_kernels\.(\w+)\(", line)
-        if m:
-            names.append(m.group(1))
-    return names
 
 
 def test_tiny_model_all_stages(tiny_report):
@@ -76,7 +68,7 @@ def test_kernels_equal_run_and_get_code_oracle(sample, tiny_report, inductor_cac
 
     _, codes = run_and_get_code(step)
     torch._dynamo.reset()
-    oracle = sorted(name for code in codes for name in launched_cpu(code))
+    oracle = sorted(name for code in codes for name in launched(code))
     ours = sorted(k.name for o in rep.stages.inductor.outputs for k in o.kernels)
     assert ours == oracle and ours
     assert len(rep.stages.inductor.outputs) == len(codes)

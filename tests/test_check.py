@@ -12,17 +12,13 @@ import pytest
 import torch
 import yaml
 
-from conftest import MODELS, SAMPLES
+from conftest import MODELS, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.assertions import assert_compiles
-from tcinspect.cli import main
 
 CHECK = ["--backend", "eager"]  # breaks, graphs and recompiles need Dynamo only: fast tests
 
 
-def cli(capsys, *args):
-    code = main(list(args))
-    return (code, *capsys.readouterr())
 
 
 @pytest.fixture()

@@ -9,15 +9,10 @@ import sys
 import pytest
 import yaml
 
-from conftest import MODELS, SAMPLES, run_cli
-from tcinspect.cli import main
+from conftest import MODELS, SAMPLES, cli, run_cli
 from tcinspect.errors import ExitCode
 
 
-def cli(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(err: str, *needles: str):

@@ -8,17 +8,13 @@ import sys
 
 import pytest
 
-from conftest import DATA, SAMPLES
+from conftest import DATA, SAMPLES, cli
 from tcinspect import serialize
-from tcinspect.cli import main
 from tcinspect.recording import assemble, events
 from tcinspect.report import Report, Target
 from tcinspect.views import codegen_document, find_kernels, fusion_summary
 
 
-def cli(capsys, *args):
-    code = main(list(args))
-    return (code, *capsys.readouterr())
 
 
 @pytest.fixture()

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import runpy
 
 import pytest
 import torch
 
-from conftest import SAMPLES
+from conftest import SAMPLES, launched
 from tcinspect.recording.engine import capture_file
-from tcinspect.recording.inductor import _call_body
 from tcinspect.report import OK, Options
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
-def launched(wrapper: str) -> list[str]:
-    names = []
-    for line in _call_body(wrapper):
-        m = (re.match(r"\s*(\w+)\.run\(", line) or re.match(r"\s*(?:\w+ = )?extern_kernels\.(\w+)\(", line)
-             or re.match(r"\s*(?:[\w, ]+ = )?torch\.ops\.([\w.]+)\(", line)
-             or re.match(r"\s*(?:[\w, ]+ = )?(aten\.[\w.]+)\(", line))
-        if m:
-            names.append(m.group(1))
-    return names
 
 
 @pytest.mark.parametrize("sample", ["lenet_triton_relu.py", "silu_triton_op.py", "transformer_block.py", "tiny.py"])

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, launched
 from tcinspect.recording import assemble, events
-from tcinspect.recording.inductor import _call_body
 
 
 def stages_of(name: str):
@@ -16,16 +14,6 @@ def stages_of(name: str):
     return assemble.build(evs)[0], evs
 
 
-def launched(wrapper: str) -> list[str]:
-    """Oracle: the kernels the wrapper's call() launches, read with a plain regex."""
-    names = []
-    for line in _call_body(wrapper):
-        m = (re.match(r"\s*(\w+)\.run\(", line) or re.match(r"\s*(?:\w+ = )?extern_kernels\.(\w+)\(", line)
-             or re.match(r"\s*(?:[\w, ]+ = )?torch\.ops\.([\w.]+)\(", line)
-             or re.match(r"\s*(?:[\w, ]+ = )?(aten\.[\w.]+)\(", line))
-        if m:
-            names.append(m.group(1))
-    return names
 
 
 @pytest.mark.parametrize("name", ["torch2.11-h200", "breaks", "triton-op", "transformer-layer"])

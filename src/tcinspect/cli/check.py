@@ -12,18 +12,25 @@ from tcinspect.cli import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode, UsageError
 
-Max = lambda name, what: Annotated[Optional[int], typer.Option(  # noqa: E731
-    f"--max-{name}", help=f"Fail when {what} exceed this.", show_default=False, min=0)]
+
+def _max(flag: str, what: str) -> typer.models.OptionInfo:
+    return typer.Option(flag, help=f"Fail when {what} exceed this.", show_default=False, min=0)
+
+
+MaxBreaks = Annotated[Optional[int], _max("--max-graph-breaks", "graph breaks")]
+MaxGraphs = Annotated[Optional[int], _max("--max-graphs", "graphs")]
+MaxRecompiles = Annotated[Optional[int], _max("--max-recompiles", "recompiles")]
+MaxKernels = Annotated[Optional[int], _max("--max-kernels", "kernels")]
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
 def check(
     files: Annotated[Optional[List[str]], typer.Argument(
         help="Model files or saved reports (default: `models` in [tool.tcinspect]).", show_default=False)] = None,
-    max_graph_breaks: Max("graph-breaks", "graph breaks") = None,
-    max_graphs: Max("graphs", "graphs") = None,
-    max_recompiles: Max("recompiles", "recompiles") = None,
-    max_kernels: Max("kernels", "kernels") = None,
+    max_graph_breaks: MaxBreaks = None,
+    max_graphs: MaxGraphs = None,
+    max_recompiles: MaxRecompiles = None,
+    max_kernels: MaxKernels = None,
     baseline: Annotated[Optional[Path], typer.Option(
         "--baseline", help="Compare against this snapshot (default: `baseline` in [tool.tcinspect]).",
         show_default=False)] = None,
