@@ -49,6 +49,12 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
     }
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
+    else:
+        # everything measured in seconds differs run to run: left out so that reports diff byte for byte
+        out["summary"].pop("compile_time_s", None)
+        for c in out["compiles"]:
+            for key in [k for k in c if k.endswith("_time_s")]:
+                del c[key]
     return out
 
 
@@ -124,6 +130,7 @@ def from_dict(data: Any) -> model.Report:
         raise _bad("timings", "a mapping", timings)
     for derived in ("summary", "status"):
         fields.pop(derived, None)
+    # a report written with --no-timings has no *_time_s keys: they read back as 0
     known = {f.name for f in dataclasses.fields(model.Report)}
     fields = {k: v for k, v in fields.items() if k in known}
     rep = _build(model.Report, fields, "report")

@@ -69,11 +69,13 @@ def source_of(expression: str) -> str:
 
 _OBJECT_ID = re.compile(r"(___check_(?:obj|type)_id\((?:[^()]|\([^()]*\))*?,\s*)\d+")
 _ADDRESS = re.compile(r"\b0x[0-9a-f]{6,}\b")
+# Dynamo numbers the builtins dicts it installs with a process-wide counter
+_BUILTINS_DICT = re.compile(r"(__builtins_dict___)\d+")
 
 
 def _stable(expression: str) -> str:
     """Object ids and addresses differ on every run; the report keeps the check, not the number."""
-    return _ADDRESS.sub("0x…", _OBJECT_ID.sub(r"\1<id>", expression))
+    return _BUILTINS_DICT.sub(r"\1N", _ADDRESS.sub("0x…", _OBJECT_ID.sub(r"\1<id>", expression)))
 
 
 def parse_guards(text: str) -> tuple[Guard, ...]:
@@ -89,7 +91,7 @@ def parse_guards(text: str) -> tuple[Guard, ...]:
         user_code = comment.strip()
         # the comment reads "<user line>  # <file>:<line> in <fn>"; keep both halves readable
         user_code = re.sub(r"\s+#\s+", "  # ", user_code)
-        out.append(Guard(kind=classify(m["type"], expression), guard_type=m["type"], source=source_of(expression),
+        out.append(Guard(kind=classify(m["type"], expression), guard_type=m["type"], source=_stable(source_of(expression)),
                          expression=expression, user_code=user_code))
     return tuple(out)
 
