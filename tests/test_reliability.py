@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import torch
 
-from conftest import SAMPLES, cli
+from conftest import MODELS, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.recording.engine import capture_file
 from tcinspect.report import Options
@@ -42,3 +43,35 @@ def test_twenty_captures_leak_no_handlers_config_or_caches():
 
     model = __import__("runpy").run_path(str(SAMPLES / "tiny.py"))["model"]
     assert _debug_get_cache_entry_list(type(model).forward.__code__) == []
+
+
+def test_segfault_in_the_model_is_one_error_with_the_stages_before(capsys):
+    code, out, err = cli(capsys, "trace", str(MODELS / "segfault.py"), "--backend", "eager", "--timeout", "120",
+                         "-s", "summary")
+    assert code == 4
+    assert "the capture process crashed (killed by SIGSEGV)" in err and "Traceback" not in err
+    assert "dynamo          failed" in out
+
+
+def test_a_hang_is_stopped_by_timeout_and_what_was_recorded_is_shown(capsys):
+    code, out, err = cli(capsys, "breaks", str(MODELS / "hangs.py"), "--timeout", "10")
+    assert code == 4 and "ran past --timeout 10 s" in err
+    assert "hangs.py:7" in out and "torch._dynamo.graph_break()" in out  # the break recorded before the hang
+
+
+def test_isolated_capture_gives_the_same_report_and_errors(capsys, tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    assert cli(capsys, "trace", str(SAMPLES / "graph_breaks.py"), "--backend", "eager", "--no-timings",
+               "-o", str(a), "--fresh")[0] == 0
+    assert cli(capsys, "trace", str(SAMPLES / "graph_breaks.py"), "--backend", "eager", "--no-timings",
+               "-o", str(b), "--fresh", "--timeout", "300")[0] == 0
+    ra, rb = serialize.load(a), serialize.load(b)
+
+    def without_raw(rep):  # PyTorch's raw break text includes the caller's stack (pytest vs the child)
+        dyn = rep.stages.dynamo
+        breaks = tuple(dataclasses.replace(x, raw="") for x in dyn.graph_breaks)
+        return rep.replace(stages=dataclasses.replace(rep.stages, dynamo=dataclasses.replace(dyn, graph_breaks=breaks)))
+
+    assert serialize.dumps(without_raw(ra), "yaml", timings=False) == serialize.dumps(without_raw(rb), "yaml", timings=False)
+    code, _, err = cli(capsys, "trace", str(MODELS / "raises.py"), "--backend", "eager", "--timeout", "300")
+    assert code == 2 and "ValueError: boom in forward" in err

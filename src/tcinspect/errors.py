@@ -15,6 +15,8 @@ class ExitCode(enum.IntEnum):
     USAGE_ERROR = 2
     #: The capture ran but a compiler stage failed; the report holds what worked.
     STAGE_FAILED = 3
+    #: The capture process crashed (e.g. a segfault) or ran past --timeout; stages recorded before are shown.
+    CAPTURE_CRASHED = 4
     #: A bug in tcinspect itself (an unexpected exception, shown with its traceback).
     INTERNAL_ERROR = 70
 
@@ -61,3 +63,9 @@ class StageFailedError(TcinspectError):
     def __init__(self, cause: str, fix: str = "", report: object = None) -> None:
         super().__init__(cause, fix)
         self.report = report
+
+
+class CaptureCrashedError(StageFailedError):
+    """The isolated capture process died or timed out; ``report`` holds the stages recorded before."""
+
+    exit_code = ExitCode.CAPTURE_CRASHED

@@ -35,6 +35,7 @@ def resolve(
     script_args: Sequence[str] = (),
     also_accept: Sequence[Options] = (),
     quiet: bool = False,
+    timeout: Optional[float] = None,
 ) -> Resolved:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
 
@@ -65,10 +66,16 @@ def resolve(
         if entry is not None:
             return Resolved(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
 
-    from tcinspect.recording.engine import capture_file  # torch is imported only here
+    if timeout is not None:
+        from tcinspect.recording.isolate import capture_isolated  # the child imports torch, not us
 
-    report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
-                          script_args=script_args, quiet=quiet)
+        report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,
+                                  fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout)
+    else:
+        from tcinspect.recording.engine import capture_file  # torch is imported only here
+
+        report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
+                              script_args=script_args, quiet=quiet)
     if report.ok:
         cache.store(path, keys[0], report)
     else:

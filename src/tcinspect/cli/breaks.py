@@ -31,6 +31,7 @@ def breaks(
     dynamic: c.DynamicOpt = "",
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
+    timeout: c.TimeoutOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """List each distinct graph break: your file:line, PyTorch's reason and hints, and a suggested fix."""
@@ -38,7 +39,7 @@ def breaks(
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
     rep = c.with_report(
-        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug,
+        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, timeout=timeout,
         show=lambda r: c.emit_document(breaks_document(r, fullgraph), fmt, output, lambda: render.breaks(r, fullgraph)))
     if fullgraph and not fullgraph_ok(rep):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -44,6 +44,9 @@ def check(
     dynamic: c.DynamicOpt = "",
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", help="Seconds before a capture is stopped; check always compiles in a child process so a "
+                          "crash or hang fails the build with exit 4.", min=1)] = 1800,
     debug: c.DebugOpt = False,
 ) -> None:
     """Check model files against budgets and a baseline. Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
@@ -68,7 +71,7 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug)
+        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, timeout=timeout)
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         outcome.findings += checks.check_limits(name, rep, checks.merged_limits(cli_limits, config, path))
         if update:

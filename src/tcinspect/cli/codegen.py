@@ -39,12 +39,13 @@ def codegen(
     dynamic: c.DynamicOpt = "",
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
+    timeout: c.TimeoutOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
     fmt = c.check_format(fmt)
     opts = c.options("inductor", mode, fullgraph, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
                   show=lambda rep: _show(rep, kernel, wrapper, save, fmt, output))
 
 

@@ -17,7 +17,8 @@ from tcinspect.report import Options, Report
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a check failed · 2 bad input (usage, model file, inputs, saved report, "
-    "a model that raises) · 3 a compiler stage failed (the partial report is still shown) · 70 internal error."
+    "a model that raises) · 3 a compiler stage failed (the partial report is still shown) · 4 the capture "
+    "crashed or ran past --timeout · 70 internal error."
 )
 
 FileArg = Annotated[Optional[str], typer.Argument(
@@ -40,6 +41,9 @@ BackendOpt = Annotated[str, typer.Option("--backend", help="A registered torch.c
 NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Recompile cold in a private cache; ignore cached reports.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
+TimeoutOpt = Annotated[Optional[float], typer.Option(
+    "--timeout", help="Compile in a child process and stop it after this many seconds (a crash or hang is "
+                      "then one error, exit 4, with the stages recorded before it).", show_default=False, min=1)]
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -82,7 +86,8 @@ def note(text: str) -> None:
 
 def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fresh: bool,
                 script_args: Optional[List[str]], show: Callable[[Report], None],
-                also_accept: Sequence[Options] = (), debug: bool = False) -> Report:
+                also_accept: Sequence[Options] = (), debug: bool = False,
+                timeout: Optional[float] = None) -> Report:
     """Get the report (saved, cached or captured), note where it came from, and show it.
 
     A capture whose compiler stage failed is shown too (the stages that worked), then re-raised.
@@ -94,7 +99,8 @@ def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fre
     try:
         with progress(label):
             resolved = resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh,
-                               script_args=script_args or (), also_accept=also_accept, quiet=not debug)
+                               script_args=script_args or (), also_accept=also_accept, quiet=not debug,
+                               timeout=timeout)
     except StageFailedError as exc:
         show(exc.report)
         raise

@@ -24,6 +24,7 @@ def guards(
     dynamic: Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).")] = "",
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
+    timeout: c.TimeoutOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
@@ -34,6 +35,6 @@ def guards(
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
                   also_accept=[replace(opts, backend="inductor")],
                   show=lambda r: c.emit_document(guards_document(r), fmt, output, lambda: render.guards(r, all_kinds)))

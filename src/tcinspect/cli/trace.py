@@ -34,13 +34,14 @@ def trace(
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
     no_timings: Annotated[bool, typer.Option("--no-timings", help="Leave timings out of YAML/JSON.")] = False,
+    timeout: c.TimeoutOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
     stages = _stages(stage)
     opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device)
     fmt = c.check_format(fmt)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
                   show=lambda rep: c.emit(rep, fmt, output, lambda: render.trace(rep, stages, code), not no_timings))
 
 

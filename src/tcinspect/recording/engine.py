@@ -19,13 +19,20 @@ from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, Usag
 from tcinspect.report import InputSetError, Options, Report, Target
 
 
+#: Set by the parent of an isolated capture (--timeout): where the child streams its events.
+EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
+
+
 class Recorder(logging.Handler):
     """A logging handler that keeps every structured-trace event of interest, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: Optional[str] = None) -> None:
         super().__init__(level=logging.DEBUG)
         self.events: list[ev_mod.Event] = []
         self.call = -1  # which model call is running (set by the capture loop)
+        # in an isolated child, every event is also appended to a file as it arrives, so that a
+        # crash or a timeout still leaves the stages recorded before it
+        self._stream = open(stream, "a", encoding="utf-8") if stream else None
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
@@ -33,7 +40,11 @@ class Recorder(logging.Handler):
             return
         if ev_mod.event_name(metadata) in ev_mod.IGNORED:
             return
-        self.events.append(ev_mod.from_record(metadata, getattr(record, "payload", None), self.call))
+        event = ev_mod.from_record(metadata, getattr(record, "payload", None), self.call)
+        self.events.append(event)
+        if self._stream is not None:
+            self._stream.write(ev_mod.to_json_line(event))
+            self._stream.flush()
 
 
 def _move(value: Any, device: str) -> Any:
@@ -136,7 +147,7 @@ class _Run:
         self.options = options
         self.fresh = fresh
         self.quiet = quiet
-        self.recorder = Recorder()
+        self.recorder = Recorder(os.environ.get(EVENTS_FILE_ENV))
         self.failure: Optional[assemble.Failure] = None
         self.seconds = 0.0
         self.calls = 0

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Optional, Union
 
 # Keys PyTorch adds beside an event's own metadata (torch/_logging/_internal.py, trace_structured).
 _CONTEXT_KEYS = frozenset(
-    {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "stack",
+    {"call", "rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "stack",
      "severity", "timestamp", "pathname", "thread", "subgraph_name"}
 )
 
@@ -82,6 +82,13 @@ def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event
     )
 
 
+def to_json_line(ev: Event) -> str:
+    """One event as a line that ``read_jsonl`` reads back."""
+    meta = {ev.name: ev.meta, "frame_id": ev.frame_id, "frame_compile_id": ev.frame_compile_id,
+            "attempt": ev.attempt, "call": ev.call}
+    return json.dumps({"meta": meta, "payload": ev.payload}) + "\n"
+
+
 def read_jsonl(path: Union[str, Path]) -> list[Event]:
     """Read a recorded trace: one ``{"meta": ..., "payload": ...}`` object a line (.gz too)."""
     out = []
@@ -94,7 +101,7 @@ def read_jsonl(path: Union[str, Path]) -> list[Event]:
             rec = json.loads(line)
             if event_name(rec["meta"]) in IGNORED:
                 continue
-            out.append(from_record(rec["meta"], rec.get("payload")))
+            out.append(from_record(rec["meta"], rec.get("payload"), int(rec["meta"].get("call", -1))))
     return out
 
 

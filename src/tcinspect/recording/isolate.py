@@ -1,0 +1,124 @@
+"""An isolated capture (--timeout): the compile runs in a child process, so a segfault or a hang
+becomes one clear error, and the stages recorded before it are still reported.
+
+The parent never imports torch: it starts ``python -m tcinspect.recording.isolate REQUEST`` and
+reads back either the report, the child's own one-line error, or (on a crash or timeout) the
+structured-trace events the child streamed to a file as they arrived.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional, Sequence
+
+from tcinspect import errors, serialize
+from tcinspect.report import Options, Report, Target
+
+
+def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: Options, fresh: bool,
+                     script_args: Sequence[str], quiet: bool, timeout: float) -> Report:
+    """capture_file in a child process, stopped after ``timeout`` seconds."""
+    with tempfile.TemporaryDirectory(prefix="tcinspect-child-") as tmp:
+        t = Path(tmp)
+        request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name,
+                   "options": asdict(options), "fresh": fresh, "script_args": list(script_args), "quiet": quiet,
+                   "result": str(t / "result.json")}
+        (t / "request.json").write_text(json.dumps(request))
+        env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
+        with open(t / "output.txt", "w+b") as output:
+            proc = subprocess.Popen([sys.executable, "-m", "tcinspect.recording.isolate", str(t / "request.json")],
+                                    env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                code = proc.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                code, timed_out = proc.wait(), True
+            output.seek(0)
+            _forward(output.read())
+        result = t / "result.json"
+        if result.exists() and not timed_out:
+            data = json.loads(result.read_text(encoding="utf-8"))
+            if "error" in data:
+                err = data["error"]
+                cls = getattr(errors, err["class"], errors.TcinspectError)
+                raise cls(err["cause"], err["fix"])
+            return serialize.from_dict(data["report"])
+        if timed_out:
+            why = f"the capture ran past --timeout {timeout:g} s and was stopped"
+            fix = "look for a hang or an endless loop in the model, or raise --timeout"
+        else:
+            why = f"the capture process crashed ({_signal_name(code)})"
+            fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
+        raise errors.CaptureCrashedError(why, fix, _partial(t / "events.jsonl", path, model_name, options, why))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child and any compile workers it started
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _forward(data: bytes) -> None:
+    """The child's own output (the model's prints, torch's logs) goes to our stderr."""
+    if data:
+        sys.stderr.write(data.decode("utf-8", errors="replace"))
+        sys.stderr.flush()
+
+
+def _signal_name(code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def _partial(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
+    """A report from the events streamed before the crash; the last stage seen carries the failure."""
+    from tcinspect.recording import assemble
+    from tcinspect.recording.events import read_jsonl
+
+    evs = read_jsonl(events_file) if events_file.exists() else []
+    stage = "dynamo"
+    for e in evs:
+        if e.name.startswith(("aot_", "aotautograd")):
+            stage = "aot_autograd"
+        elif e.name.startswith(("inductor_", "fx_graph_", "triton_")):
+            stage = "inductor"
+    failure = assemble.Failure(stage, why)
+    stages, metrics = assemble.build(evs, backend=options.backend, failure=failure)
+    from tcinspect.cache import installed_torch_version
+
+    return Report(torch_version=installed_torch_version(), device=options.device or "?",
+                  target=Target(kind="model", path=str(path), model_name=model_name),
+                  options=options, stages=stages, compiles=metrics, error=f"{stage} stage: {why}")
+
+
+def _child(request_path: str) -> int:
+    req = json.loads(Path(request_path).read_text())
+    result = Path(req["result"])
+    from tcinspect.recording.engine import capture_file
+
+    try:
+        rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
+                           options=Options(**req["options"]), fresh=req["fresh"], script_args=req["script_args"],
+                           quiet=req["quiet"])
+        payload = {"report": serialize.to_dict(rep)}
+    except errors.TcinspectError as exc:
+        payload = {"error": {"class": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}}
+    result.write_text(json.dumps(payload), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1]))
