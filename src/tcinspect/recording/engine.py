@@ -46,6 +46,12 @@ class Recorder(logging.Handler):
             self._stream.write(ev_mod.to_json_line(event))
             self._stream.flush()
 
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        super().close()
+
 
 def _move(value: Any, device: str) -> Any:
     import torch
@@ -168,6 +174,7 @@ class _Run:
             finally:
                 self.seconds = time.perf_counter() - start
                 _compat.reset_dynamo()
+                self.recorder.close()
 
     def compile_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"backend": self.options.backend, "fullgraph": self.options.fullgraph}
@@ -199,21 +206,23 @@ class _Run:
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
             if not _compat.is_compiler_exception(exc):
-                if index > 0:
-                    self.input_errors.append(InputSetError(index, _model_raised(exc, where).cause))
-                    return True
-                raise _model_raised(exc, where) from exc
+                return self._model_error(exc, where, index)
             # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
             # first): only an error eager mode does not reproduce is a compiler failure.
             try:
                 self.step(model, inputs)
             except Exception as eager_exc:  # noqa: BLE001
-                if index > 0:
-                    self.input_errors.append(InputSetError(index, _model_raised(eager_exc, where).cause))
-                    return True
-                raise _model_raised(eager_exc, where) from eager_exc
+                return self._model_error(eager_exc, where, index)
             self.failure = _failure(exc)
             return False
+
+    def _model_error(self, exc: BaseException, where: Optional[Path], index: int) -> bool:
+        """The model's own error: fatal for example_inputs, recorded against an input set otherwise."""
+        err = _model_raised(exc, where)
+        if index == 0:
+            raise err from exc
+        self.input_errors.append(InputSetError(index, err.cause))
+        return True
 
     def report(self, target: Target, device: str) -> Report:
         stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=self.failure)
