@@ -1,25 +1,30 @@
 #!/usr/bin/env python
-"""Benchmark tcinspect against a bare torch.compile, side by side, in one run.
+"""Benchmark tcinspect against a bare torch.compile and the other tools, side by side, in one run.
 
 Every number comes from public tools only: ``time.perf_counter`` around a subprocess, and the
 child's own resource usage (``os.wait4``, the per-child form of ``getrusage(RUSAGE_CHILDREN)``)
-for peak RSS. Comparisons are interleaved (A B A B ...) so that both sides see the same machine
-noise, and each is summarised by the median, min and max over N runs.
+for peak RSS. Comparisons are interleaved (A B A B ..., or A B C D E A B C D E ... when several
+tools are compared with tcinspect) so that every side sees the same machine noise, and each is
+summarised by the median, min and max over N runs.
 
-    python bench/run.py                     # warm + cold, N=5 (cold: 3)
-    python bench/run.py --quick --skip-cold # N=3, warm only
+    python bench/run.py                     # everything (about 45 min on 2 CPU cores)
+    python bench/run.py --quick             # N=3, warm only, tiny model, small scaling (about 5 min)
     python bench/run.py --model sample_models/gelu_linear.py --json /tmp/bench.json
 
+The peers (tlparse, depyf) are an optional extra: pip install -e '.[bench]'.
 See bench/README.md for what each row means.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import math
 import os
 import platform
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -31,26 +36,35 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 TCINSPECT = [sys.executable, "-m", "tcinspect"]
+sys.path.insert(0, str(REPO / "bench"))
+import generate  # noqa: E402  (bench/generate.py: the generated models)
+from tcinspect.render.table import ROW_LIMIT  # noqa: E402  (rows a `trace` table shows without --all)
+
+#: What a peer's row says when the peer is not installed.
+PEER_HINT = "skipped (pip install -e '.[bench]')"
 
 # Environment that would change what a compile does or costs; never inherited by a timed run.
 _SCRUB_ENV = (
     "TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE",
     "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_FORCE_DISABLE_CACHES",
     "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TCINSPECT_CACHE_DIR",
+    "TORCH_COMPILE_DEBUG_DIR",
 )
 
 # The bare baseline: what a user would run without tcinspect. Mirrors tcinspect's contract
 # (model + example_inputs, optional input_sets, inputs may be a zero-argument function) and its
-# backward (sum of every floating output that requires grad).
+# backward (sum of every floating output that requires grad). Options after the three names:
+# --backend NAME (torch.compile's backend=), --depyf DIR (the calls inside depyf.prepare_debug(DIR)).
 BARE_SCRIPT = textwrap.dedent('''\
     import runpy, sys
     import torch
 
     path, model_name, inputs_name = sys.argv[1], sys.argv[2], sys.argv[3]
+    opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
     sys.path.insert(0, __import__("os").path.dirname(path))
     ns = runpy.run_path(path)
 
@@ -69,13 +83,22 @@ BARE_SCRIPT = textwrap.dedent('''\
                 outputs_needing_grad(x, found)
         return found
 
-    compiled = torch.compile(ns[model_name])
-    for args in [as_inputs(ns[inputs_name]), *[as_inputs(s) for s in ns.get("input_sets", [])]]:
-        out = compiled(*args)
-        found = outputs_needing_grad(out, [])
-        if found:
-            loss = sum(t.real.sum() if t.is_complex() else t.sum() for t in found)
-            loss.backward()
+    compiled = torch.compile(ns[model_name], backend=opts.get("--backend", "inductor"))
+
+    def run():
+        for args in [as_inputs(ns[inputs_name]), *[as_inputs(s) for s in ns.get("input_sets", [])]]:
+            out = compiled(*args)
+            found = outputs_needing_grad(out, [])
+            if found:
+                loss = sum(t.real.sum() if t.is_complex() else t.sum() for t in found)
+                loss.backward()
+
+    if "--depyf" in opts:  # depyf's documented use: around the code that triggers the compile
+        import depyf
+        with depyf.prepare_debug(opts["--depyf"]):
+            run()
+    else:
+        run()
 
     try:  # informational: did Inductor's FX graph cache hit? (the bench checks warm vs cold)
         from torch._dynamo.utils import counters
@@ -205,7 +228,8 @@ class Row:
     b: list = field(default_factory=list)
     a_rss_kb: list = field(default_factory=list)
     b_rss_kb: list = field(default_factory=list)
-    # target: ("ratio", x): ratio median <= x; ("abs", x): A median < x s; ("check", text): check_ok; None: info
+    # target: ("ratio", x): ratio median <= x; ("below", x): ratio median < x; ("abs", x): A median < x s;
+    # ("check", text): check_ok; None: info
     target: Optional[tuple] = None
     check_ok: Optional[bool] = None
     note: str = ""
@@ -214,17 +238,21 @@ class Row:
     b_cache: list = field(default_factory=list)
     a_cmd: str = ""
     b_cmd: str = ""
+    #: why the row has no numbers (a peer that is not installed)
+    skipped: str = ""
 
     @property
     def ratios(self) -> list:
         return [x / y for x, y in zip(self.a, self.b)] if self.b else []
 
     def passed(self) -> Optional[bool]:
-        if self.target is None:
+        if self.target is None or self.skipped:
             return None
         kind, value = self.target
         if kind == "ratio":
             return statistics.median(self.ratios) <= value
+        if kind == "below":
+            return statistics.median(self.ratios) < value
         if kind == "abs":
             return statistics.median(self.a) < value
         return bool(self.check_ok)
@@ -290,22 +318,6 @@ class Bench:
         self.rows.append(row)
         return row
 
-    def _cache_recorder(self, row: Row, report_out: Path):
-        """on_result for trace-vs-bare: note each run's Inductor FX graph cache "hits/misses"."""
-
-        def record(side: str, r: RunResult) -> None:
-            if side == "A":  # tcinspect: the report's summary
-                text = report_out.read_text() if report_out.exists() else ""
-                hits = re.search(r"^\s*cache_hits:\s*(\d+)", text, re.M)
-                misses = re.search(r"^\s*cache_misses:\s*(\d+)", text, re.M)
-                found = f"{hits.group(1)}/{misses.group(1)}" if hits and misses else "?"
-                row.a_cache.append(found)
-            else:  # bare: the line the script prints
-                m = re.search(r"^BENCH_CACHE (\d+) (\d+)", r.stdout, re.M)
-                row.b_cache.append(f"{m.group(1)}/{m.group(2)}" if m else "?")
-
-        return record
-
     def _check_cache(self, row: Row, expect_hits: bool) -> None:
         """Warn when a warm run missed the cache or a cold run hit it: the comparison would be off."""
         self.log(f"    FX graph cache hits/misses per run: A {' '.join(row.a_cache)} | B {' '.join(row.b_cache)}")
@@ -353,46 +365,131 @@ class Bench:
         if not row.check_ok:
             self.log("    !! importing tcinspect.cli imported torch")
 
-    def warm_trace(self, model: Path, runs: int) -> None:
-        self.log(f"\n== warm: tcinspect trace vs bare torch.compile  ({_rel(model)})")
-        shared = self.dirs.new("inductor-warm")
-        out = self.dirs.root / "warm-out.yaml"
+    def peers(self) -> list[tuple[str, str, Optional[str]]]:
+        """(key, label, why it is skipped or None) for every tool compared with `tcinspect trace`."""
+        tlparse = shutil.which("tlparse", path=os.pathsep.join([str(Path(sys.executable).parent),
+                                                                os.environ.get("PATH", "")]))
+        self.tlparse = tlparse
+        return [
+            ("bare", "bare compile", None),
+            ("debug", "TORCH_COMPILE_DEBUG=1", None),
+            ("tlparse", "TORCH_TRACE + tlparse", None if tlparse else PEER_HINT),
+            ("depyf", "depyf.prepare_debug", None if importlib.util.find_spec("depyf") else PEER_HINT),
+        ]
 
-        def make_a():
-            out.unlink(missing_ok=True)
-            return ([*TCINSPECT, "trace", str(model), "--format", "yaml", "-o", str(out)],
-                    self.tc_env(shared), _noop, (0,))
+    def _bare_cmd(self, model: Path, *extra: str) -> list[str]:
+        return [sys.executable, str(self.bare_script), str(model), self.args.model_name, self.args.inputs_name, *extra]
 
-        def make_b():
-            return ([sys.executable, str(self.bare_script), str(model), self.args.model_name, self.args.inputs_name],
-                    inductor_env(self.env, shared), _noop, (0,))
+    def _side(self, key: str, model: Path, shared: Optional[Path], out: Path):
+        """make() for one side: (cmd, env, cleanup, ok codes); every output directory is new per run."""
 
-        row = Row("trace vs bare (warm)", _rel(model), "tcinspect trace", "bare compile", target=("ratio", 1.10))
-        self.interleave(row, runs, make_a, make_b, on_result=self._cache_recorder(row, out))
-        self._check_cache(row, expect_hits=True)
-        self.warm_dir = shared
+        def make():
+            if shared is not None:
+                inductor, cleanups = shared, []
+            else:
+                inductor = self.dirs.new("inductor-cold")
+                cleanups = [inductor]
+            if key == "tcinspect":
+                out.unlink(missing_ok=True)
+                cmd, env = [*TCINSPECT, "trace", str(model), "--format", "yaml", "-o", str(out)], self.tc_env(inductor)
+            else:
+                env, cmd = inductor_env(self.env, inductor), self._bare_cmd(model)
+            if key == "debug":  # Inductor's debug directory and logs, written under TORCH_COMPILE_DEBUG_DIR
+                d = self.dirs.new("compile-debug")
+                cleanups.append(d)
+                env.update(TORCH_COMPILE_DEBUG="1", TORCH_COMPILE_DEBUG_DIR=str(d))
+            elif key == "tlparse":  # the structured trace, then tlparse's HTML report of it: timed together
+                trace_dir, html = self.dirs.new("torch-trace"), self.dirs.new("tlparse-out")
+                cleanups += [trace_dir, html]
+                env["TORCH_TRACE"] = str(trace_dir)
+                cmd = ["sh", "-c", f"{shlex.join(cmd)} && {shlex.quote(self.tlparse)} "
+                                   f"{shlex.quote(str(trace_dir))}/dedicated_log_torch_trace_*.log "
+                                   f"-o {shlex.quote(str(html))} --overwrite --no-browser"]
+            elif key == "depyf":
+                d = self.dirs.new("depyf")
+                cleanups.append(d)
+                cmd = self._bare_cmd(model, "--depyf", str(d))
 
-    def cold_trace(self, model: Path, runs: int) -> None:
-        self.log(f"\n== cold: tcinspect trace vs bare torch.compile, empty Inductor cache each run  ({_rel(model)})")
-        out = self.dirs.root / "cold-out.yaml"
+            def done() -> None:
+                for d in cleanups:
+                    shutil.rmtree(d, ignore_errors=True)
 
-        def fresh(make_env):
-            d = self.dirs.new("inductor-cold")
-            return make_env(d), lambda: shutil.rmtree(d, ignore_errors=True)
+            return cmd, env, done, (0,)
 
-        def make_a():
-            out.unlink(missing_ok=True)
-            env, done = fresh(self.tc_env)
-            return [*TCINSPECT, "trace", str(model), "--format", "yaml", "-o", str(out)], env, done, (0,)
+        return make
 
-        def make_b():
-            env, done = fresh(lambda d: inductor_env(self.env, d))
-            return ([sys.executable, str(self.bare_script), str(model), self.args.model_name, self.args.inputs_name],
-                    env, done, (0,))
+    def interleave_sides(self, sides: list[tuple[str, str, Callable]], runs: int, warmup: bool,
+                         on_result=None) -> dict[str, dict[str, list]]:
+        """Run every side once per round, in order, ``runs`` rounds; seconds, peak RSS and commands per side."""
+        samples = {key: {"s": [], "rss": [], "cmd": ""} for key, _, _ in sides}
+        if warmup:
+            for key, label, make in sides:
+                cmd, env, done, ok = make()
+                self.run(cmd, env, f"{label} warm-up", ok)
+                done()
+        for i in range(runs):
+            for key, label, make in sides:
+                cmd, env, done, ok = make()
+                r = self.run(cmd, env, f"{label} run {i + 1}", ok)
+                done()
+                if on_result is not None:
+                    on_result(key, r)
+                samples[key]["s"].append(r.seconds)
+                samples[key]["rss"].append(r.maxrss_kb)
+                tool_env = [f"{k}={env[k]}" for k in ("TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG_DIR", "TORCH_TRACE")
+                            if k in env]
+                samples[key]["cmd"] = " ".join([*tool_env, _show(cmd)])
+            first = samples[sides[0][0]]["s"][-1]
+            self.log(f"    run {i + 1}/{runs}: " + " · ".join(
+                f"{label} {samples[key]['s'][-1]:.2f} s" + (f" ({first / samples[key]['s'][-1]:.2f})" if j else "")
+                for j, (key, label, _) in enumerate(sides)))
+        self.log("    peak RSS: " + ", ".join(f"{label} {statistics.median(samples[key]['rss']) / 1024:.0f} MiB"
+                                            for key, label, _ in sides))
+        return samples
 
-        row = Row("trace vs bare (cold)", _rel(model), "tcinspect trace", "bare compile", target=("ratio", 1.10))
-        self.interleave(row, runs, make_a, make_b, warmup=False, on_result=self._cache_recorder(row, out))
-        self._check_cache(row, expect_hits=False)
+    def trace_vs_peers(self, model: Path, runs: int, cold: bool) -> None:
+        """`tcinspect trace` against the bare compile and every peer, interleaved; one row per peer."""
+        temp = "cold" if cold else "warm"
+        what = "an empty Inductor cache each run" if cold else "one warm Inductor cache, filled by a warm-up run of each"
+        self.log(f"\n== {temp}: tcinspect trace vs bare torch.compile and peers, {what}  ({_rel(model)})")
+        shared = None if cold else self.dirs.new("inductor-warm")
+        out = self.dirs.root / f"{temp}-out.yaml"
+        peers = self.peers()
+        sides = [("tcinspect", "tcinspect trace", self._side("tcinspect", model, shared, out))]
+        sides += [(key, label, self._side(key, model, shared, out)) for key, label, skip in peers if skip is None]
+        caches: dict[str, list[str]] = {key: [] for key, _, _ in sides}
+
+        def record_cache(key: str, r: RunResult) -> None:
+            if key == "tcinspect":  # the report's summary
+                text = out.read_text() if out.exists() else ""
+                hits = re.search(r"^\s*cache_hits:\s*(\d+)", text, re.M)
+                misses = re.search(r"^\s*cache_misses:\s*(\d+)", text, re.M)
+                caches[key].append(f"{hits.group(1)}/{misses.group(1)}" if hits and misses else "?")
+            else:  # the line the bare script prints
+                m = re.search(r"^BENCH_CACHE (\d+) (\d+)", r.stdout, re.M)
+                caches[key].append(f"{m.group(1)}/{m.group(2)}" if m else "?")
+
+        samples = self.interleave_sides(sides, runs, warmup=not cold, on_result=record_cache)
+        tc = samples["tcinspect"]
+        for key, label, skip in peers:
+            if key == "bare":
+                target = ("ratio", 1.10 if cold else 1.05)
+            else:
+                target = ("below", 1.0)  # faster than every peer
+            row = Row(f"trace vs {label} ({temp})", _rel(model), "tcinspect trace", label, target=target)
+            if skip:
+                row.skipped = skip
+                self.log(f"    {label}: {skip}")
+                self.rows.append(row)
+                continue
+            row.a, row.a_rss_kb, row.a_cmd, row.a_cache = list(tc["s"]), list(tc["rss"]), tc["cmd"], caches["tcinspect"]
+            s = samples[key]
+            row.b, row.b_rss_kb, row.b_cmd, row.b_cache = list(s["s"]), list(s["rss"]), s["cmd"], caches[key]
+            self.log(f"    {label}:")
+            self._check_cache(row, expect_hits=not cold)
+            self.rows.append(row)
+        if not cold:
+            self.warm_dir = shared
 
     def breaks_vs_trace(self, model: Path, runs: int) -> None:
         self.log(f"\n== breaks vs trace, warm Inductor cache  ({_rel(model)})")
@@ -466,6 +563,173 @@ class Bench:
                            (f"codegen {nodes}-node REPORT --kernel", ["codegen", str(report), "--kernel", kernel])):
             self.interleave(Row(label, "synthetic", " ".join(cmd[:1]), target=("abs", 2.0)), runs,
                             lambda cmd=cmd: ([*TCINSPECT, *cmd], env, _noop, (0,)))
+        # the terminal view of the same report: long tables cut to trace's row limit, with a line saying so
+        outputs: list[str] = []
+        row = Row(f"trace {nodes}-node REPORT (table)", "synthetic", "trace saved (stdout)",
+                  target=("check", f"tables cut at {ROW_LIMIT} rows, each with a 'more rows' line"))
+        self.interleave(row, runs, lambda: ([*TCINSPECT, "trace", str(report)], env, _noop, (0,)),
+                        on_result=lambda _side, r: outputs.append(r.stdout))
+        text = outputs[-1]
+        cut = len(re.findall(r"^… [\d,]+ more rows \(use --all or --format yaml\)", text, re.M))
+        # the `#` column of node and kernel tables: no row past the limit is printed
+        last = max((int(m) for m in re.findall(r"^│\s*(\d+)\s*│", text, re.M)), default=-1)
+        row.check_ok = cut > 0 and last < ROW_LIMIT
+        row.note = f"{text.count(chr(10))} lines for {nodes:,} nodes, {cut} tables cut, last row #{last}"
+        self.log(f"    {row.note}")
+
+    # scaling ----------------------------------------------------------------------------------
+    def scaling(self, cases: Sequence[tuple[int, int]], runs: int, backend: str) -> list["ScalePoint"]:
+        """tcinspect's own time and memory on generated models of each (op lines, graphs) size."""
+        points = []
+        for nodes, graphs in cases:
+            self.log(f"\n== scaling: {nodes} op lines, {graphs} graph(s), backend={backend}  (bench/generate.py)")
+            model = generate.write(self.dirs.root / f"gen_{nodes}_g{graphs}.py", nodes, graphs)
+            out = self.dirs.root / f"gen_{nodes}_g{graphs}.yaml"
+            point = ScalePoint(nodes, graphs)
+            report_cache: list[Path] = []
+
+            def make_tc():
+                out.unlink(missing_ok=True)
+                env = self.tc_env(self.dirs.new("inductor-unused"))
+                report_cache[:] = [Path(env["TCINSPECT_CACHE_DIR"])]
+                return ([*TCINSPECT, "trace", str(model), "--backend", backend, "-o", str(out)], env, _noop, (0,))
+
+            def make_bare():
+                return (self._bare_cmd(model, "--backend", backend),
+                        inductor_env(self.env, self.dirs.new("inductor-unused")), _noop, (0,))
+
+            def own_time(key: str, r: RunResult) -> None:
+                if key != "tcinspect":
+                    return
+                entry = next(report_cache[0].glob("*.json"))  # the run's own report, as its cache entry
+                m = subprocess.run([sys.executable, str(REPO / "bench" / "owntime.py"), str(entry)],
+                                   capture_output=True, text=True, timeout=self.args.timeout, env=self.env)
+                if m.returncode != 0:
+                    raise BenchError(f"bench/owntime.py failed: {m.stderr[-2000:]}")
+                point.own.append(json.loads(m.stdout))
+
+            samples = self.interleave_sides([("tcinspect", "tcinspect trace", make_tc),
+                                             ("bare", "bare compile", make_bare)], runs, warmup=False,
+                                            on_result=own_time)
+            point.tc, point.tc_rss = samples["tcinspect"]["s"], samples["tcinspect"]["rss"]
+            point.bare, point.bare_rss = samples["bare"]["s"], samples["bare"]["rss"]
+            self.log(f"    {point.fx_nodes} FX nodes in {point.graph_count} graph(s); own work "
+                     f"{point.own_s:.3f} s = {100 * point.share:.1f} % of {statistics.median(point.tc):.2f} s "
+                     f"(YAML {point.part('yaml_s'):.3f} s); peak RSS {point.rss_ratio:.2f}x bare")
+            points.append(point)
+        return points
+
+    def scaling_targets(self, points: list["ScalePoint"]) -> None:
+        """Rows for the targets on the largest single-graph model: own time, its share, peak RSS."""
+        single = [p for p in points if p.graphs == 1 and p.own]
+        if not single:
+            return
+        p = max(single, key=lambda q: q.nodes)
+        name = f"{p.fx_nodes:,}-node graph ({self.args.scaling_backend})"
+        row = Row(f"own work, {name}", "generated", "handler+assemble+cache+YAML+tables", target=("abs", 1.0))
+        row.a = [sum(o.get(k, 0.0) for k in ScalePoint.OWN_PARTS) for o in p.own]
+        row.note = f"without YAML {p.own_s - p.part('yaml_s'):.3f} s"
+        self.rows.append(row)
+        self.rows.append(Row(f"own share of the run, {name}", "generated", "own / tcinspect trace",
+                             target=("check", "<= 5 %"), check_ok=p.share <= 0.05, note=f"{100 * p.share:.1f} %"))
+        self.rows.append(Row(f"peak RSS vs bare, {name}", "generated", "tcinspect trace / bare",
+                             target=("check", "<= 1.2x"), check_ok=p.rss_ratio <= 1.2,
+                             note=f"{p.rss_ratio:.2f}x ({statistics.median(p.tc_rss) / 1024:.0f} / "
+                                  f"{statistics.median(p.bare_rss) / 1024:.0f} MiB)",
+                             a_rss_kb=list(p.tc_rss), b_rss_kb=list(p.bare_rss)))
+
+
+@dataclass
+class ScalePoint:
+    """One generated model in the scaling series: per-run wall times, peak RSS and own-time parts."""
+
+    nodes: int  # op lines asked for
+    graphs: int  # graphs asked for (graph breaks + 1)
+    tc: list = field(default_factory=list)
+    bare: list = field(default_factory=list)
+    tc_rss: list = field(default_factory=list)
+    bare_rss: list = field(default_factory=list)
+    own: list = field(default_factory=list)  # bench/owntime.py's dict per tcinspect run
+
+    #: tcinspect's own work: the handler, events -> report, the cache entry, the YAML, the tables
+    OWN_PARTS = ("record_s", "assemble_s", "cache_json_s", "yaml_s", "render_s")
+
+    def part(self, name: str) -> float:
+        return statistics.median(o.get(name, 0.0) for o in self.own)
+
+    @property
+    def own_s(self) -> float:
+        return statistics.median(sum(o.get(k, 0.0) for k in self.OWN_PARTS) for o in self.own)
+
+    @property
+    def share(self) -> float:
+        """Own work as a share of the whole `tcinspect trace` run, per run, median."""
+        return statistics.median(sum(o.get(k, 0.0) for k in self.OWN_PARTS) / t for o, t in zip(self.own, self.tc))
+
+    @property
+    def rss_ratio(self) -> float:
+        return statistics.median(a / b for a, b in zip(self.tc_rss, self.bare_rss))
+
+    @property
+    def fx_nodes(self) -> int:
+        return self.own[0]["fx_nodes"] if self.own else 0
+
+    @property
+    def graph_count(self) -> int:
+        return self.own[0]["graphs"] if self.own else 0
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.update(fx_nodes=self.fx_nodes, graph_count=self.graph_count, own_s=self.own_s, share=self.share,
+                 rss_ratio=self.rss_ratio, parts={k: self.part(k) for k in self.OWN_PARTS})
+        return d
+
+
+def fit_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The slope b of log y = a + b log x, least squares: y grows like x**b."""
+    lx, ly = [math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    den = sum((x - mx) ** 2 for x in lx)
+    return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / den if den else float("nan")
+
+
+def scaling_series(points: list[ScalePoint], graph_nodes: int) -> tuple[list[ScalePoint], list[ScalePoint]]:
+    """The node series (one graph, growing) and the graph series (graph_nodes op lines, more graphs)."""
+    by_nodes = sorted((p for p in points if p.graphs == 1), key=lambda p: p.nodes)
+    by_graphs = sorted((p for p in points if p.nodes == graph_nodes), key=lambda p: p.graphs)
+    return by_nodes, by_graphs
+
+
+def fmt_scaling(points: list[ScalePoint], graph_nodes: int, backend: str, runs: int) -> str:
+    header = ["op lines", "graphs", "FX nodes", "tcinspect s", "bare s", "ratio", "own s", "own %", "handler",
+              "assemble", "cache", "YAML", "tables", "RSS tc/bare MiB", "RSS ratio"]
+    body = []
+    for p in points:
+        ratio = statistics.median(a / b for a, b in zip(p.tc, p.bare))
+        body.append([f"{p.nodes:,}", str(p.graph_count), f"{p.fx_nodes:,}", f"{statistics.median(p.tc):.2f}",
+                     f"{statistics.median(p.bare):.2f}", f"{ratio:.2f}", f"{p.own_s:.3f}", f"{100 * p.share:.1f}",
+                     *(f"{p.part(k):.3f}" for k in ScalePoint.OWN_PARTS),
+                     f"{statistics.median(p.tc_rss) / 1024:.0f}/{statistics.median(p.bare_rss) / 1024:.0f}",
+                     f"{p.rss_ratio:.2f}"])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
+    line = lambda cells: "  ".join(str(c).rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    out = [f"scaling: generated models (bench/generate.py), backend={backend}, medians of {runs} run(s); "
+           "own = handler + assemble + cache entry + YAML + tables",
+           line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)]
+    by_nodes, by_graphs = scaling_series(points, graph_nodes)
+    for label, series, x in (("FX nodes", by_nodes, lambda p: p.fx_nodes), ("graphs", by_graphs, lambda p: p.graph_count)):
+        if len(series) < 2:
+            continue
+        xs = [x(p) for p in series]
+        fits = {
+            "own": [p.own_s for p in series],
+            "own without YAML": [p.own_s - p.part("yaml_s") for p in series],
+            "tcinspect total": [statistics.median(p.tc) for p in series],
+            "bare total": [statistics.median(p.bare) for p in series],
+        }
+        out.append(f"growth with {label} ({', '.join(f'{v:,}' for v in xs)}), log-log least squares exponent: "
+                   + ", ".join(f"{k} {fit_exponent(xs, ys):.2f}" for k, ys in fits.items()))
+    return "\n".join(out)
 
 
 def _noop() -> None:
@@ -476,7 +740,7 @@ def _rel(p: Path) -> str:
     try:
         return str(p.relative_to(REPO))
     except ValueError:
-        return str(p)
+        return f"generated/{p.name}" if p.parent.name.startswith("tcinspect-bench-") else str(p)
 
 
 def first_kernel(report: Path) -> str:
@@ -498,18 +762,22 @@ def fmt_table(rows: list[Row]) -> str:
         b = f"{statistics.median(r.b):.3f}" if r.b else "-"
         if r.ratios:
             ratio = f"{statistics.median(r.ratios):.2f} ({min(r.ratios):.2f}–{max(r.ratios):.2f})"
+        elif r.target and r.target[0] == "check" and r.note:
+            ratio = r.note
         else:
             ratio = f"- (A {min(r.a):.3f}–{max(r.a):.3f} s)" if r.a else "-"
         if r.target is None:
             target = "-"
         elif r.target[0] == "ratio":
             target = f"ratio <= {r.target[1]}"
+        elif r.target[0] == "below":
+            target = f"ratio < {r.target[1]}"
         elif r.target[0] == "abs":
             target = f"A < {r.target[1]} s"
         else:
             target = str(r.target[1])
         ok = r.passed()
-        verdict = "info" if ok is None else ("PASS" if ok else "FAIL")
+        verdict = r.skipped or ("info" if ok is None else ("PASS" if ok else "FAIL"))
         body.append([r.comparison, r.model, a, b, ratio, target, verdict])
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
@@ -541,20 +809,40 @@ def environment_info() -> dict:
 
 # --------------------------------------------------------------------------- main
 
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Ratios are A / B, per interleaved pair; lower is better for A.")
     p.add_argument("--model", action="append", dest="models", metavar="PATH",
-                   help="model file (repeatable; default sample_models/tiny.py)")
+                   help="model file (repeatable; default sample_models/tiny.py and sample_models/transformer_stack.py; "
+                        "--quick: tiny.py)")
     p.add_argument("--model-name", default="model", help="model object in the file (default: model)")
     p.add_argument("--inputs-name", default="example_inputs", help="inputs object (default: example_inputs)")
+    p.add_argument("--large-nodes", type=int, default=None, metavar="N",
+                   help="also compare on a generated model of N op lines through Inductor (default 1000; --quick: 0, skip)")
+    p.add_argument("--cold-large", action="store_true", help="also run the generated model's cold comparison (slow)")
     p.add_argument("--runs", type=int, default=None, help="timed runs per comparison (default 5; 3 with --quick)")
-    p.add_argument("--cold-runs", type=int, default=3, help="timed runs for the cold comparison (default 3)")
-    p.add_argument("--skip-cold", action="store_true", help="skip the cold-compile comparison (slow)")
+    p.add_argument("--cold-runs", type=int, default=5, help="timed runs for the cold comparisons (default 5)")
+    p.add_argument("--skip-cold", action="store_true", help="skip the cold-compile comparisons (slow)")
+    p.add_argument("--scaling-sizes", type=_ints, default=None, metavar="N,N,...",
+                   help="op lines of the one-graph scaling models (default 100,1000,10000; --quick: 100,1000)")
+    p.add_argument("--scaling-graphs", type=_ints, default=None, metavar="G,G,...",
+                   help="graph counts of the graph-break scaling models (default 1,10,50; --quick: 1,10)")
+    p.add_argument("--graph-nodes", type=int, default=1000, metavar="N",
+                   help="op lines of the graph-break scaling models (default 1000)")
+    p.add_argument("--scaling-runs", type=int, default=3, help="timed runs per scaling model (default 3)")
+    p.add_argument("--scaling-backend", default="aot_eager",
+                   help="torch.compile backend for the scaling models (default aot_eager: Inductor's compile "
+                        "time at 10,000 nodes would swamp what is measured)")
+    p.add_argument("--skip-scaling", action="store_true", help="skip the scaling series")
     p.add_argument("--large-report", type=int, default=10000, metavar="NODES",
                    help="also time reading a synthetic report of this many FX nodes (0: skip)")
-    p.add_argument("--quick", action="store_true", help="N=3 and warm only")
+    p.add_argument("--quick", action="store_true",
+                   help="N=3, warm only, tiny model, no large model, scaling 100,1000 nodes and 1,10 graphs")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per subprocess (default 600)")
     p.add_argument("--json", metavar="FILE", help="write raw numbers as JSON here")
     p.add_argument("--keep-tmp", action="store_true", help="keep the temporary directories (caches, reports)")
@@ -563,9 +851,13 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         args.skip_cold = True
         args.runs = args.runs or 3
     args.runs = args.runs or 5
-    if args.runs < 1 or args.cold_runs < 1:
-        p.error("--runs and --cold-runs must be >= 1")
-    models = args.models or [str(REPO / "sample_models" / "tiny.py")]
+    args.large_nodes = args.large_nodes if args.large_nodes is not None else (0 if args.quick else 1000)
+    args.scaling_sizes = args.scaling_sizes or ([100, 1000] if args.quick else [100, 1000, 10000])
+    args.scaling_graphs = args.scaling_graphs or ([1, 10] if args.quick else [1, 10, 50])
+    if min(args.runs, args.cold_runs, args.scaling_runs) < 1:
+        p.error("--runs, --cold-runs and --scaling-runs must be >= 1")
+    default = ["tiny.py"] if args.quick else ["tiny.py", "transformer_stack.py"]
+    models = args.models or [str(REPO / "sample_models" / m) for m in default]
     args.model_paths = []
     for m in models:
         path = Path(m).expanduser().resolve()
@@ -580,30 +872,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     dirs = Dirs(args.keep_tmp)
     bench = Bench(args, dirs)
     started = time.perf_counter()
+    models = list(args.model_paths)
+    if args.large_nodes:
+        models.append(generate.write(dirs.root / f"generated_{args.large_nodes}.py", args.large_nodes, width=32))
     print(f"tcinspect bench: N={args.runs}" + ("" if args.skip_cold else f", cold N={args.cold_runs}")
-          + f", models: {', '.join(_rel(m) for m in args.model_paths)}", flush=True)
+          + f", models: {', '.join(_rel(m) for m in models)}", flush=True)
     print(f"python: {sys.executable}; temp: {dirs.root}", flush=True)
     skipped: list[str] = []
+    points: list[ScalePoint] = []
     try:
         commands = bench.cli_commands()
         print(f"tcinspect commands: {', '.join(sorted(commands)) or '(none found)'}", flush=True)
         bench.startup(args.runs)
-        for model in args.model_paths:
+        for i, model in enumerate(models):
+            generated = model.parent == dirs.root
             bench.warm_dir = None
-            bench.warm_trace(model, args.runs)
-            if "breaks" in commands:
-                bench.breaks_vs_trace(model, args.runs)
-            else:
-                skipped.append(f"breaks vs trace ({_rel(model)}): no `breaks` command")
-            bench.saved_report(model, args.runs, commands)
-            if "codegen" not in commands:
-                skipped.append(f"codegen REPORT ({_rel(model)}): no `codegen` command")
-            if not args.skip_cold:
-                bench.cold_trace(model, args.cold_runs)
+            bench.trace_vs_peers(model, args.runs, cold=False)
+            if not generated:
                 if "breaks" in commands:
+                    bench.breaks_vs_trace(model, args.runs)
+                else:
+                    skipped.append(f"breaks vs trace ({_rel(model)}): no `breaks` command")
+                bench.saved_report(model, args.runs, commands)
+                if "codegen" not in commands:
+                    skipped.append(f"codegen REPORT ({_rel(model)}): no `codegen` command")
+            if not args.skip_cold and (not generated or args.cold_large):
+                bench.trace_vs_peers(model, args.cold_runs, cold=True)
+                if i == 0 and "breaks" in commands:  # the first model only: a cold trace is the slow part
                     bench.breaks_vs_cold_trace(model, args.cold_runs)
         if args.large_report:
             bench.large_report(args.large_report, args.runs)
+        if not args.skip_scaling:
+            cases = [(n, 1) for n in args.scaling_sizes]
+            cases += [(args.graph_nodes, g) for g in args.scaling_graphs if (args.graph_nodes, g) not in cases]
+            points = bench.scaling(cases, args.scaling_runs, args.scaling_backend)
+            bench.scaling_targets(points)
     except BenchError as exc:
         if bench.rows:
             print("\nresults so far:\n" + fmt_table(bench.rows), flush=True)
@@ -620,13 +923,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.json:
         payload = {"environment": environment_info(), "runs": args.runs,
                    "cold_runs": None if args.skip_cold else args.cold_runs, "elapsed_s": elapsed,
-                   "skipped": skipped, "rows": [r.to_json() for r in bench.rows]}
+                   "skipped": skipped, "rows": [r.to_json() for r in bench.rows],
+                   "scaling": {"backend": args.scaling_backend, "runs": args.scaling_runs,
+                               "points": [p.to_json() for p in points]}}
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
         print(f"\nwrote {args.json}")
     for s in skipped:
         print(f"skipped: {s}")
     print(f"\ntotal {elapsed:.0f} s. Ratios are A/B per interleaved pair (lower = A cheaper).\n")
     print(fmt_table(bench.rows))
+    if points:
+        print("\n" + fmt_scaling(points, args.graph_nodes, args.scaling_backend, args.scaling_runs))
     failed = [r for r in bench.rows if r.passed() is False]
     return 2 if failed else 0
 

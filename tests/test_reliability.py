@@ -45,18 +45,7 @@ def test_twenty_captures_leak_no_handlers_config_or_caches():
     assert _debug_get_cache_entry_list(type(model).forward.__code__) == []
 
 
-def test_segfault_in_the_model_is_one_error_with_the_stages_before(capsys):
-    code, out, err = cli(capsys, "trace", str(MODELS / "segfault.py"), "--backend", "eager", "--timeout", "120",
-                         "-s", "summary")
-    assert code == 4
-    assert "the capture process crashed (killed by SIGSEGV)" in err and "Traceback" not in err
-    assert "dynamo          failed" in out
-
-
-def test_a_hang_is_stopped_by_timeout_and_what_was_recorded_is_shown(capsys):
-    code, out, err = cli(capsys, "breaks", str(MODELS / "hangs.py"), "--timeout", "30")
-    assert code == 4 and "ran past --timeout 30 s" in err, err
-    assert "hangs.py:7" in out and "torch._dynamo.graph_break()" in out  # the break recorded before the hang
+# a segfault and a hang under --timeout: rows of the corpus (tests/test_corpus.py)
 
 
 def test_isolated_capture_gives_the_same_report_and_errors(capsys, tmp_path):

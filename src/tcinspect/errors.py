@@ -65,7 +65,22 @@ class StageFailedError(TcinspectError):
         self.report = report
 
 
+class UserTargetFailedError(StageFailedError):
+    """A --backend or --pass the user gave raised or misbehaved; ``report`` holds what ran before it."""
+
+    exit_code = ExitCode.USAGE_ERROR
+
+
 class CaptureCrashedError(StageFailedError):
     """The isolated capture process died or timed out; ``report`` holds the stages recorded before."""
 
     exit_code = ExitCode.CAPTURE_CRASHED
+
+
+class RankFailedError(StageFailedError):
+    """A rank of a distributed run (``--nproc``) raised: bad input or the model's own error.
+
+    ``report`` holds every rank's part, so the ranks that worked are still shown.
+    """
+
+    exit_code = ExitCode.USAGE_ERROR

@@ -102,6 +102,8 @@ class DynamoGraph:
     line: int
     graph: Graph
     guards: tuple[Guard, ...] = ()
+    #: What the backend was handed with the graph, e.g. "f32[8, 16]" (recorded for custom backends).
+    example_inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,10 +150,40 @@ class AotGraphs:
 
 
 @dataclass(frozen=True)
+class UserKernel:
+    """A user-written Triton kernel the AOT graph calls (``triton_kernel_wrapper_functional``/``_mutation``)."""
+
+    compile_id: str
+    graph: str  # the AOT graph holding the call: forward | backward | inference | joint
+    node: str  # the FX node calling it
+    wrapper: str  # triton_kernel_wrapper_functional | triton_kernel_wrapper_mutation
+    kernel_idx: int
+    name: str = ""  # the @triton.jit function's name, from PyTorch's kernel side table
+    grid: str = ""  # as the graph states it, e.g. "[(8, 1, 1)]"
+    tensor_args: tuple[str, ...] = ()  # "param=node" for every tensor argument
+    mutated: tuple[str, ...] = ()  # the parameters the kernel writes
+    constant_args: str = ""  # the non-tensor arguments, from the side table
+    source: str = ""  # the kernel's Triton source
+
+
+@dataclass(frozen=True)
+class CustomOp:
+    """A custom operator (``torch.ops.NS.NAME``) in a Dynamo graph, and whether the compiler sees inside it."""
+
+    name: str  # e.g. "custom_ops.triton_silu_triton_op"
+    #: transparent: decomposed into the kernels it launches (``triton_op`` + ``wrap_triton``);
+    #: opaque: kept as one call (``custom_op`` with a fake implementation)
+    visibility: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class AotStage:
     status: str = NOT_RUN
     error: str = ""
     graphs: tuple[AotGraphs, ...] = ()
+    user_kernels: tuple[UserKernel, ...] = ()
+    custom_ops: tuple[CustomOp, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,6 +273,18 @@ class Options:
     dynamic: str = ""  # "" (torch's default) | "true" | "false"
     backward: bool = True
     device: str = ""
+    #: FX passes applied to the ATen graphs before Inductor (``module:fn`` or ``file.py:fn``)
+    passes: tuple[str, ...] = ()
+    #: run eager side by side and compare outputs and gradients (``tcinspect verify``)
+    verify: bool = False
+    rtol: Optional[float] = None  # verify tolerances; None: by dtype
+    atol: Optional[float] = None
+    #: torch.export modes to run instead of torch.compile (``tcinspect export``): strict, non-strict
+    export: tuple[str, ...] = ()
+    dynamic_dims: tuple[int, ...] = ()  # export: input dimensions marked dynamic (Dim) on every tensor input
+    aoti: bool = False  # export: also compile and package with AOTInductor, and compare with eager
+    #: ``codegen --bench``: time every kernel this many runs on the GPU (0: no kernel benchmark)
+    bench: int = 0
 
 
 @dataclass(frozen=True)
@@ -260,6 +304,88 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class NodeChange:
+    """One node a graph pass removed, added or replaced (FX node text as ``name = target(args)``)."""
+
+    change: str  # removed | added | replaced (by the added node that took its users) | changed (in place)
+    before: str = ""
+    after: str = ""
+
+
+@dataclass(frozen=True)
+class PassRun:
+    """One FX pass applied to one ATen graph before Inductor."""
+
+    name: str  # as given: module:fn or file.py:fn
+    compile_id: str
+    graph: str  # forward | backward | inference
+    nodes_before: int
+    nodes_after: int
+    changes: tuple[NodeChange, ...] = ()
+    lint: str = "ok"  # "ok", or what graph.lint() raised
+    error: str = ""  # what the pass itself raised or returned wrongly
+
+
+@dataclass(frozen=True)
+class TensorCheck:
+    """One compiled tensor compared with its eager twin (an output or a gradient)."""
+
+    name: str  # "output[0]", "grad input[0]", "grad linear.weight"
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs_error: float
+    max_rel_error: float
+    rtol: float
+    atol: float
+    ok: bool
+    message: str = ""  # torch.testing.assert_close's first line on a mismatch
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Eager against compiled on the same inputs: every output, and gradients of inputs and parameters."""
+
+    ok: bool
+    tensors: tuple[TensorCheck, ...] = ()
+    error: str = ""  # set when the comparison could not run (e.g. the outputs differ in structure)
+
+
+@dataclass(frozen=True)
+class ExportSignature:
+    """An exported program's graph signature."""
+
+    user_inputs: tuple[str, ...] = ()
+    parameters: tuple[str, ...] = ()  # "placeholder <- parameter name"
+    buffers: tuple[str, ...] = ()
+    constants: tuple[str, ...] = ()
+    user_outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AotiRun:
+    """AOTInductor compile-and-package of an exported program, checked against eager."""
+
+    ok: bool
+    package: str = ""  # the .pt2 file name
+    max_abs_error: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ExportRun:
+    """One ``torch.export.export`` of the model, strict or non-strict."""
+
+    mode: str  # strict | non-strict
+    ok: bool
+    error: str = ""  # one line: the exception and its message
+    user_frame: Optional[SourceLocation] = None  # the user's line the failure points at
+    graph: Optional[Graph] = None  # the exported graph (ATen)
+    signature: Optional[ExportSignature] = None
+    dynamic_shapes: str = ""  # the dynamic_shapes spec passed, as text
+    aoti: Optional[AotiRun] = None
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything tcinspect recorded about one torch.compile run."""
 
@@ -274,8 +400,15 @@ class Report:
     #: How many calls were made: example_inputs plus each input set that was run.
     calls: int = 0
     input_errors: tuple[InputSetError, ...] = ()
+    passes: tuple[PassRun, ...] = ()
+    verification: Optional[Verification] = None
+    exports: tuple[ExportRun, ...] = ()
     tcinspect_version: str = ""
     schema_version: int = SCHEMA_VERSION
+    #: A distributed run (``--nproc``): every rank, rank 0 included; the fields above are rank 0's.
+    ranks: tuple[RankReport, ...] = ()
+    #: ``codegen --bench``: every kernel timed on the GPU and placed on the roofline.
+    bench: Optional[KernelBench] = None
     #: Seconds spent compiling (wall), kept apart so that reports diff cleanly.
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
@@ -312,6 +445,10 @@ class Report:
         return dataclasses.replace(self, **changes)
 
 
+#: Report.error starts so when a --backend or --pass the user gave is at fault (exit 2, not 3).
+USER_TARGET_PREFIXES = ("--backend ", "--pass ")
+
+
 def _break_identity(b: GraphBreak) -> tuple[str, str, int, str]:
     loc = b.user_frame
     return (b.break_type, loc.file if loc else "", loc.line if loc else 0, loc.function if loc else "")
@@ -320,3 +457,144 @@ def _break_identity(b: GraphBreak) -> tuple[str, str, int, str]:
 def break_identity(b: GraphBreak) -> tuple[str, str, int, str]:
     """The key that makes two graph-break events the same break (type + user location)."""
     return _break_identity(b)
+
+
+# ----------------------------------------------------------------------------- distributed runs
+
+
+@dataclass(frozen=True)
+class DdpBucket:
+    """One child of a DDPOptimizer split: a subgraph and the parameters of its gradient bucket."""
+
+    name: str  # the split graph's submodule, e.g. "submod_0"
+    #: DDPOptimizer's bucket index (as its debug table numbers them): 0 is all-reduced first (the last layers).
+    bucket: int
+    parameters: tuple[str, ...] = ()  # e.g. "layers.0.0.weight"
+    parameter_bytes: int = 0
+    graph: Optional[Graph] = None  # optimize_ddp_split_child
+
+
+@dataclass(frozen=True)
+class DdpSplit:
+    """DDPOptimizer's split of one Dynamo graph at DDP's bucket boundaries."""
+
+    compile_id: str
+    graph: Graph  # optimize_ddp_split_graph: the outer graph, calling each child in turn
+    children: tuple[DdpBucket, ...] = ()
+
+
+@dataclass(frozen=True)
+class RankReport:
+    """One rank of a distributed run: how it ended, and its own stages."""
+
+    rank: int
+    #: ok | failed (a stage failed) | error (bad input, the model raised) | crashed | timed_out |
+    #: stopped (ended by torchrun when another rank failed) | missing (never started)
+    status: str
+    error: str = ""
+    #: The user's line it was at when it crashed, hung or was stopped ("file:line"), when known.
+    where: str = ""
+    device: str = ""
+    stages: Stages = Stages()
+    compiles: tuple[CompileMetrics, ...] = ()
+    calls: int = 0
+    input_errors: tuple[InputSetError, ...] = ()
+    ddp_splits: tuple[DdpSplit, ...] = ()
+
+    @property
+    def summary(self) -> Summary:
+        # the same counts as a whole report's, from this rank's own stages
+        return Report(torch_version="", device=self.device, target=Target(kind="rank"), stages=self.stages,
+                      compiles=self.compiles).summary
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """Ranks that agree on one aspect, and what they had."""
+
+    ranks: tuple[int, ...]
+    value: str
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where ranks differ: one aspect of one compile, and what each group of ranks had."""
+
+    #: The compile id ("0/0"); "" for the run as a whole (e.g. one rank crashed).
+    compile_id: str
+    #: status | compile | graph | graph_breaks | guards | recompiles | kernels | ddp_split
+    aspect: str
+    groups: tuple[RankGroup, ...]
+
+
+# ----------------------------------------------------------------------------- codegen --bench
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A roofline ceiling the kernels are compared with, and where its number comes from."""
+
+    #: memory_bandwidth (theoretical) | copy_bandwidth (measured, the practical roof) | compute
+    kind: str
+    value: float
+    unit: str  # "GB/s" (1e9 bytes per second) | "TFLOP/s" (1e12 FLOP per second)
+    source: str  # how it was obtained, e.g. "device properties: 2619 MHz memory clock × 5120-bit bus × 2"
+    dtype: str = ""  # compute peaks: bf16 | f16 | tf32 | f32 | f64
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """One kernel launch of the benchmarked call: its GPU time, what it moved, its place on the roofline."""
+
+    compile_id: str
+    part: str  # forward | backward | inference
+    index: int  # its position in that output's kernels (OutputCode.kernels[index])
+    name: str
+    kind: str  # as Kernel.kind
+    #: Median GPU time over ``runs`` runs, in microseconds, less KernelBench.launch_overhead_us;
+    #: 0 when not timed (``note`` says why).
+    median_us: float = 0.0
+    min_us: float = 0.0
+    runs: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    flops: int = 0  # matmul / convolution / attention work; 0 for other kernels
+    dtype: str = ""  # the math the FLOPs ran in (bf16, f16, tf32, f32), which picks the compute peak
+    gb_per_s: float = 0.0  # (bytes_read + bytes_written) / median time
+    pct_of_bandwidth: float = 0.0  # of the theoretical memory bandwidth
+    pct_of_copy: float = 0.0  # of the measured device-to-device copy bandwidth
+    tflop_per_s: float = 0.0
+    pct_of_compute: float = 0.0  # of the compute peak for ``dtype``
+    #: memory | compute: the roof its arithmetic intensity puts it under; latency: too small to reach either
+    bound: str = ""
+    pct_of_roofline: float = 0.0  # achieved / attainable at its arithmetic intensity
+    share: float = 0.0  # percent of the summed kernel time
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """Eager against compiled: wall time per call, the median of ``runs`` synchronised calls."""
+
+    what: str  # forward | forward+backward
+    eager_ms: float
+    compiled_ms: float
+    speedup: float  # eager_ms / compiled_ms
+    runs: int
+
+
+@dataclass(frozen=True)
+class KernelBench:
+    """Every kernel of one compiled call timed on the GPU, against the device's peaks."""
+
+    device_name: str  # e.g. "NVIDIA H100 80GB HBM3"
+    runs: int
+    method: str  # how each kernel was timed
+    peaks: tuple[Peak, ...] = ()
+    kernels: tuple[KernelTiming, ...] = ()  # in launch order
+    end_to_end: tuple[EndToEnd, ...] = ()
+    total_us: float = 0.0  # the summed median kernel time
+    #: What timing one launch alone between CUDA events adds over its cost in a stream of launches
+    #: (µs): measured with a 1-element kernel, subtracted from every time.
+    launch_overhead_us: float = 0.0
+    notes: tuple[str, ...] = ()

@@ -47,10 +47,37 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         "stages": _plain(rep.stages),
         "compiles": _plain(rep.compiles),
     }
+    # sections only some commands fill (--pass, verify, export): absent elsewhere, so reports stay as they were
+    if rep.passes:
+        out["passes"] = _plain(rep.passes)
+    if rep.verification is not None:
+        out["verification"] = _plain(rep.verification)
+    if rep.exports:
+        out["exports"] = _plain(rep.exports)
+    if rep.bench is not None:  # only `codegen --bench` has one; other reports stay as they were
+        out["bench"] = _plain(rep.bench)
+    if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
+        from tcinspect.distributed import divergences, serialize_divergence
+
+        out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
+        out["divergence"] = [serialize_divergence(d) for d in divergences(rep.ranks)]
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
         # everything measured in seconds differs run to run: left out so that reports diff byte for byte
+        out["summary"].pop("compile_time_s", None)
+        for c in out["compiles"]:
+            for key in [k for k in c if k.endswith("_time_s")]:
+                del c[key]
+    return out
+
+
+def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
+    """One rank, laid out like a report: its summary above its stages."""
+    out = _plain(r)
+    out = {**{k: out.pop(k) for k in ("rank", "status", "error", "where", "device", "calls", "input_errors")},
+           "summary": _plain(r.summary), **out}
+    if not timings:
         out["summary"].pop("compile_time_s", None)
         for c in out["compiles"]:
             for key in [k for k in c if k.endswith("_time_s")]:
@@ -128,7 +155,7 @@ def from_dict(data: Any) -> model.Report:
     timings = fields.pop("timings", {}) or {}
     if not isinstance(timings, dict):
         raise _bad("timings", "a mapping", timings)
-    for derived in ("summary", "status"):
+    for derived in ("summary", "status", "divergence"):
         fields.pop(derived, None)
     # a report written with --no-timings has no *_time_s keys: they read back as 0
     known = {f.name for f in dataclasses.fields(model.Report)}
@@ -160,14 +187,16 @@ _Dumper.add_representer(str, _str_representer)
 _Dumper.add_representer(list, _list_representer)
 
 
-def dumps(rep: model.Report, fmt: str, *, timings: bool = True) -> str:
+def dumps(rep: model.Report, fmt: str, *, timings: bool = True, compact: bool = False) -> str:
     """The report as YAML or JSON text (stable key order, code as YAML block scalars)."""
-    return dump_data(to_dict(rep, timings=timings), fmt)
+    return dump_data(to_dict(rep, timings=timings), fmt, compact=compact)
 
 
-def dump_data(data: Any, fmt: str) -> str:
-    """Plain data as YAML or JSON text, in the report's style."""
+def dump_data(data: Any, fmt: str, *, compact: bool = False) -> str:
+    """Plain data as YAML or JSON text, in the report's style (``compact``: JSON on one line)."""
     if fmt == "json":
+        if compact:  # json's C encoder: indent= makes it fall back to pure Python, ~6x slower
+            return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if fmt == "yaml":
         return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
@@ -217,6 +246,10 @@ def write_atomic(path: Union[str, Path], text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        # mkstemp makes the file private (0600); a report gets the permissions any new file would
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, p)
     except BaseException:
         try:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from tcinspect import cache, serialize
-from tcinspect.errors import ModelFileError, ReportFormatError, StageFailedError
-from tcinspect.report import Options, Report
+from tcinspect.errors import ModelFileError, ReportFormatError, StageFailedError, UsageError, UserTargetFailedError
+from tcinspect.report import USER_TARGET_PREFIXES, Options, Report
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -36,12 +36,20 @@ def resolve(
     also_accept: Sequence[Options] = (),
     quiet: bool = False,
     timeout: Optional[float] = None,
+    nproc: Optional[int] = None,
+    launcher_args: Sequence[str] = (),
 ) -> Resolved:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
 
     ``also_accept`` lists other capture options whose cached reports answer too (a full
-    Inductor trace answers `breaks`, which itself needs only Dynamo).
+    Inductor trace answers `breaks`, which itself needs only Dynamo). ``nproc`` runs the file on
+    that many ranks under torchrun (tcinspect.distributed); ``timeout`` then bounds the whole job.
     """
+    if launcher_args and nproc is None:
+        raise UsageError("--torchrun-arg passes options to torchrun, which only --nproc starts", "add --nproc N")
+    if nproc is not None and (file is None or is_report_path(file)):
+        raise UsageError("--nproc runs a model file on several ranks, so it needs a .py file",
+                         "give the model file or script, e.g. tcinspect trace train.py --nproc 2")
     if file is None:
         entry = cache.latest()
         if entry is None:
@@ -60,13 +68,24 @@ def resolve(
         raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     extra = (model_name, inputs_name, *script_args)
+    if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
+        extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]
-    if not fresh:
+    # a custom backend or pass lives in another file, whose changes the key would not see
+    cacheable = not options.passes and ":" not in options.backend
+    if not fresh and cacheable:
         entry = cache.lookup(path, keys)
         if entry is not None:
             return Resolved(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
 
-    if timeout is not None:
+    if nproc is not None:
+        from tcinspect import distributed
+
+        # raises, with the merged report, when a rank failed
+        report = distributed.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
+                                     inputs_name=inputs_name, options=options, fresh=fresh,
+                                     script_args=script_args, quiet=quiet, timeout=timeout)
+    elif timeout is not None:
         from tcinspect.recording.isolate import capture_isolated  # the child imports torch, not us
 
         report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,
@@ -76,8 +95,10 @@ def resolve(
 
         report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
                               script_args=script_args, quiet=quiet)
-    if report.ok:
-        cache.store(path, keys[0], report)
-    else:
+    if not report.ok:
+        if report.error.startswith(USER_TARGET_PREFIXES):
+            raise UserTargetFailedError(report.error, "fix that target (--debug for its traceback); the report shows what ran before it", report)
         raise StageFailedError(report.error, "the report shows the stages that worked; --debug for details", report)
+    if cacheable:
+        cache.store(path, keys[0], report)
     return Resolved(report)

@@ -211,3 +211,49 @@ def guards_document(rep: Report) -> dict[str, Any]:
         "recompiles": recompiles,
         "input_errors": [{"input_set": e.input_set, "error": e.error} for e in rep.input_errors],
     }
+
+
+#: `codegen --bench --sort`: slowest first, furthest below the roofline first, or as launched.
+BENCH_SORTS = ("time", "peak", "launch")
+
+#: The units of the kernel benchmark's numbers, written beside them in YAML/JSON.
+BENCH_UNITS = {
+    "median_us": "microseconds (GPU time, median of `runs`)", "min_us": "microseconds",
+    "bytes_read": "bytes", "bytes_written": "bytes", "flops": "floating-point operations",
+    "gb_per_s": "GB/s (1e9 bytes per second)", "tflop_per_s": "TFLOP/s (1e12 FLOP per second)",
+    "pct_of_bandwidth": "percent of the theoretical memory bandwidth",
+    "pct_of_copy": "percent of the measured copy bandwidth", "pct_of_compute": "percent of the dtype's compute peak",
+    "pct_of_roofline": "percent of the roof at the kernel's arithmetic intensity",
+    "share": "percent of the summed kernel time", "eager_ms": "milliseconds per call",
+    "compiled_ms": "milliseconds per call", "total_us": "microseconds",
+    "launch_overhead_us": "microseconds (subtracted from every median_us and min_us)",
+}
+
+
+def bench_rows(rep: Report, sort: str = "time") -> list[tuple[int, Any]]:
+    """The benchmarked kernels as (launch number, KernelTiming), sorted; untimed ones last."""
+    rows = list(enumerate(rep.bench.kernels if rep.bench is not None else ()))
+    if sort == "launch":
+        return rows
+    timed = [r for r in rows if r[1].median_us > 0]
+    untimed = [r for r in rows if r[1].median_us <= 0]
+    if sort == "peak":
+        timed.sort(key=lambda r: (r[1].pct_of_roofline, -r[1].median_us))
+    else:
+        timed.sort(key=lambda r: -r[1].median_us)
+    return timed + untimed
+
+
+def bench_document(rep: Report, sort: str = "time") -> dict[str, Any]:
+    """`codegen --bench`'s YAML/JSON: the device, its peaks, every kernel's numbers with units, end to end."""
+    from tcinspect.serialize import _plain
+
+    b = rep.bench
+    assert b is not None
+    return {
+        "torch_version": rep.torch_version, "device": rep.device, "device_name": b.device_name,
+        "target": rep.target.path or rep.target.model_name, "runs": b.runs, "method": b.method, "units": BENCH_UNITS,
+        "peaks": _plain(b.peaks), "end_to_end": _plain(b.end_to_end), "total_us": b.total_us,
+        "launch_overhead_us": b.launch_overhead_us, "sort": sort,
+        "kernels": [{"launch": n, **_plain(k)} for n, k in bench_rows(rep, sort)], "notes": list(b.notes),
+    }

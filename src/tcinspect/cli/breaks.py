@@ -10,7 +10,9 @@ import typer
 from tcinspect.cli import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode
+from tcinspect import distributed
 from tcinspect.render import breaks as render
+from tcinspect.render import ranks
 from tcinspect.views import breaks_document, fullgraph_ok
 
 FullgraphCheck = Annotated[bool, typer.Option(
@@ -32,6 +34,8 @@ def breaks(
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
     timeout: c.TimeoutOpt = None,
+    nproc: c.NprocOpt = None,
+    torchrun_arg: c.TorchrunArgOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """List each distinct graph break: your file:line, PyTorch's reason and hints, and a suggested fix."""
@@ -40,6 +44,9 @@ def breaks(
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
     rep = c.with_report(
         file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, timeout=timeout,
-        show=lambda r: c.emit_document(breaks_document(r, fullgraph), fmt, output, lambda: render.breaks(r, fullgraph)))
-    if fullgraph and not fullgraph_ok(rep):
+        nproc=nproc, launcher_args=torchrun_arg,
+        show=lambda r: c.emit_document(
+            distributed.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,
+            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), distributed.breaks_key)))
+    if fullgraph and not all(fullgraph_ok(x) for _, x in distributed.per_rank(rep)):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -47,10 +47,12 @@ def check(
     timeout: Annotated[Optional[float], typer.Option(
         "--timeout", help="Seconds before a capture is stopped; check always compiles in a child process so a "
                           "crash or hang fails the build with exit 4.", min=1)] = 1800,
+    nproc: c.NprocOpt = None,
+    torchrun_arg: c.TorchrunArgOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
-    """Check model files against budgets and a baseline. Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
-    from tcinspect import checks
+    """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
+    from tcinspect import checks, distributed
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -62,7 +64,7 @@ def check(
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels)
-    if not update and baseline_path is None and not any(
+    if not update and baseline_path is None and nproc is None and not any(
             checks.merged_limits(cli_limits, config, p).items() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
                          "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
@@ -71,16 +73,21 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, timeout=timeout)
+        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, timeout=timeout,
+                            nproc=nproc, launcher_args=torchrun_arg)
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
-        outcome.findings += checks.check_limits(name, rep, checks.merged_limits(cli_limits, config, path))
+        limits = checks.merged_limits(cli_limits, config, path)
+        for prefix, one in distributed.per_rank(rep):  # a distributed report: each rank against the budgets
+            outcome.findings += distributed.labelled(checks.check_limits(name, one, limits), prefix)
+        outcome.findings += distributed.divergence_findings(name, rep)
         if update:
             snapshots[name] = checks.snapshot(rep)
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
                                  f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
-            outcome.findings += checks.compare(name, rep, base[name])
+            for prefix, one in distributed.per_rank(rep):
+                outcome.findings += distributed.labelled(checks.compare(name, one, base[name]), prefix)
 
     if update:
         _update(baseline_path, snapshots)

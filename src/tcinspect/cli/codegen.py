@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,29 +13,42 @@ import typer
 from tcinspect.cli import app
 from tcinspect.cli import common as c
 from tcinspect.errors import UsageError
+from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
-from tcinspect.report import NOT_RUN, Report
-from tcinspect.views import codegen_document, find_kernels, nearest_kernel_names
+from tcinspect.report import NOT_RUN, Options, Report
+from tcinspect.views import BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, nearest_kernel_names
 
 KernelOpt = Annotated[Optional[str], typer.Option(
     "--kernel", "-k", help="Show this kernel's code and metadata (exact name, substring or glob).", show_default=False)]
 WrapperOpt = Annotated[bool, typer.Option("--wrapper", help="Show the whole generated wrapper code.")]
 SaveOpt = Annotated[Optional[Path], typer.Option(
     "--save", help="Write each kernel and each wrapper to files in this directory.", show_default=False)]
+BenchOpt = Annotated[bool, typer.Option(
+    "--bench", help="Time every kernel on the CUDA GPU (median of --bench-runs runs) and place it on the roofline: "
+                    "GB/s and TFLOP/s against the device's peaks, and eager vs compiled per call. Implies --device cuda.")]
+BenchRunsOpt = Annotated[int, typer.Option("--bench-runs", help="Timed runs per kernel for --bench.", min=5)]
+SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: time (slowest first), peak (furthest "
+                                                     "below the roofline first) or launch.")]
 
 
-@app.command(epilog="Example: tcinspect codegen sample_models/tiny.py --kernel cpp_fused")
+@app.command(epilog="Example: tcinspect codegen sample_models/tiny.py --kernel cpp_fused; on a GPU: "
+                     "tcinspect codegen sample_models/transformer_block.py --bench --sort peak")
 def codegen(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
     kernel: KernelOpt = None,
     wrapper: WrapperOpt = False,
     save: SaveOpt = None,
+    bench: BenchOpt = False,
+    bench_runs: BenchRunsOpt = 100,
+    sort: SortOpt = "time",
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
     model: c.ModelOpt = "model",
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
+    backend: c.BackendOpt = "inductor",
+    passes: c.PassOpt = None,
     mode: c.ModeOpt = "",
     fullgraph: c.FullgraphOpt = False,
     dynamic: c.DynamicOpt = "",
@@ -44,9 +59,35 @@ def codegen(
 ) -> None:
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
     fmt = c.check_format(fmt)
-    opts = c.options("inductor", mode, fullgraph, dynamic, no_backward, device)
+    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
+    if bench:
+        opts = _bench_options(opts, bench_runs, sort, wrapper or save is not None)
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
-                  show=lambda rep: _show(rep, kernel, wrapper, save, fmt, output))
+                  show=lambda rep: _show_bench(rep, kernel, sort, fmt, output) if bench
+                  else _show(rep, kernel, wrapper, save, fmt, output))
+
+
+def _bench_options(opts: Options, runs: int, sort: str, other_view: bool) -> Options:
+    """--bench: the capture times the kernels (a cache entry without timings never answers it)."""
+    if sort not in BENCH_SORTS:
+        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort time, peak or launch")
+    if other_view:
+        raise UsageError("--bench is a view of its own", "leave out --wrapper and --save with --bench")
+    return replace(opts, bench=runs, device=opts.device or "cuda")
+
+
+def _show_bench(rep: Report, kernel: Optional[str], sort: str, fmt: str, output: Optional[Path]) -> None:
+    if rep.bench is None:
+        raise UsageError("this report has no kernel benchmark (it was not captured with --bench)",
+                         "re-run on a machine with a CUDA GPU: tcinspect codegen MODEL.py --bench")
+    rows = bench_rows(rep, sort)
+    if kernel is not None:
+        rows = [r for r in rows if fnmatch.fnmatchcase(r[1].name, kernel) or kernel in r[1].name]
+        if not rows:
+            raise UsageError(f"no benchmarked kernel matches '{kernel}'", "leave out --kernel to see them all")
+    doc = bench_document(rep, sort)
+    doc["kernels"] = [k for k in doc["kernels"] if any(k["launch"] == n for n, _ in rows)]
+    c.emit_document(doc, fmt, output, lambda: render_bench.view(rep, rows, sort))
 
 
 def _show(rep: Report, kernel: Optional[str], wrapper: bool, save: Optional[Path], fmt: str,

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, List, Optional, Sequence
+from typing import Annotated, Any, Callable, Iterator, List, Mapping, Optional, Sequence
 
 import typer
 from rich.console import Console, RenderableType
@@ -37,18 +37,31 @@ ModeOpt = Annotated[str, typer.Option("--mode", help="torch.compile mode (defaul
 FullgraphOpt = Annotated[bool, typer.Option("--fullgraph", help="Pass fullgraph=True to torch.compile.")]
 DynamicOpt = Annotated[str, typer.Option("--dynamic", help="Pass dynamic= to torch.compile: true, false or auto.",
                                          show_default=False)]
-BackendOpt = Annotated[str, typer.Option("--backend", help="A registered torch.compile backend name.")]
+BackendOpt = Annotated[str, typer.Option(
+    "--backend", help="A registered torch.compile backend name, or your own: module:callable or file.py:callable.")]
+PassOpt = Annotated[Optional[List[str]], typer.Option(
+    "--pass", help="An FX pass (GraphModule -> GraphModule), module:fn or file.py:fn, applied to each ATen graph "
+                   "before Inductor (or aot_eager); repeatable, applied in order.", show_default=False)]
 NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Recompile cold in a private cache; ignore cached reports.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
 TimeoutOpt = Annotated[Optional[float], typer.Option(
     "--timeout", help="Compile in a child process and stop it after this many seconds (a crash or hang is "
                       "then one error, exit 4, with the stages recorded before it).", show_default=False, min=1)]
+NprocOpt = Annotated[Optional[int], typer.Option(
+    "--nproc", help="Run the file on N ranks under torchrun (python -m torch.distributed.run --standalone "
+                    "--nproc-per-node N), record every rank and report where ranks diverge; the file starts its "
+                    "own process group. --timeout then bounds the whole job.", show_default=False, metavar="N")]
+TorchrunArgOpt = Annotated[Optional[List[str]], typer.Option(
+    "--torchrun-arg", help="With --nproc: an option for torchrun, e.g. --torchrun-arg=--master-port=29501 "
+                           "(a rendezvous option replaces --standalone); repeatable.", show_default=False,
+    metavar="ARG")]
 
 err_console = Console(stderr=True, highlight=False)
 
 
-def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str) -> Options:
+def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str,
+            passes: Optional[Sequence[str]] = None, **more: Any) -> Options:
     dynamic = dynamic.lower()
     if dynamic == "auto":
         dynamic = ""  # torch's default: static first, automatic dynamic on a recompile
@@ -56,8 +69,11 @@ def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward:
         raise UsageError(f"--dynamic {dynamic!r} is not one of true, false, auto", "pass --dynamic true, false or auto")
     if device and device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise UsageError(f"--device {device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
+    if mode and (passes or ":" in backend):
+        raise UsageError(f"--mode {mode} configures Inductor's own backend, not --backend {backend} / --pass",
+                         "leave out --mode, or use the inductor backend without --pass")
     return Options(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backward=not no_backward,
-                   device=device)
+                   device=device, passes=tuple(passes or ()), **more)
 
 
 def check_format(fmt: str, allowed: tuple[str, ...] = ("table", "yaml", "json")) -> str:
@@ -87,7 +103,8 @@ def note(text: str) -> None:
 def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fresh: bool,
                 script_args: Optional[List[str]], show: Callable[[Report], None],
                 also_accept: Sequence[Options] = (), debug: bool = False,
-                timeout: Optional[float] = None) -> Report:
+                timeout: Optional[float] = None, nproc: Optional[int] = None,
+                launcher_args: Optional[Sequence[str]] = None) -> Report:
     """Get the report (saved, cached or captured), note where it came from, and show it.
 
     A capture whose compiler stage failed is shown too (the stages that worked), then re-raised.
@@ -96,11 +113,13 @@ def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fre
     from tcinspect.sources import is_report_path, resolve
 
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
+    if nproc is not None and file and not is_report_path(file):
+        label = f"compiling {file} on {nproc} ranks (torchrun) …"
     try:
         with progress(label):
             resolved = resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh,
                                script_args=script_args or (), also_accept=also_accept, quiet=not debug,
-                               timeout=timeout)
+                               timeout=timeout, nproc=nproc, launcher_args=launcher_args or ())
     except StageFailedError as exc:
         show(exc.report)
         raise
@@ -117,29 +136,40 @@ def emit_document(data: Any, fmt: str, output: Optional[Path], table: Callable[[
 
 
 def emit(report: Report, fmt: str, output: Optional[Path], table: Callable[[], RenderableType],
-         timings: bool = True) -> None:
-    """Write the report where the user asked: a file (atomically), YAML/JSON on stdout, or tables."""
+         timings: bool = True, pages: Optional[Mapping[str, Callable[[], str]]] = None) -> None:
+    """Write the report where the user asked: a file (atomically), YAML/JSON on stdout, or tables.
+
+    ``pages`` adds whole-report formats rendered to text (e.g. ``html``), chosen by --format or by
+    the output file's suffix.
+    """
     from tcinspect import serialize
 
-    _emit(lambda f: serialize.dumps(report, f, timings=timings), fmt, output, table)
+    _emit(lambda f: serialize.dumps(report, f, timings=timings), fmt, output, table, pages or {})
 
 
-def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: Callable[[], RenderableType]) -> None:
+def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: Callable[[], RenderableType],
+          pages: Mapping[str, Callable[[], str]] = {}) -> None:
     from tcinspect import serialize
 
     if output is not None:
-        file_fmt = fmt if fmt in serialize.FORMATS else serialize.format_for_path(output)
+        suffix = output.suffix.lower().lstrip(".")
+        file_fmt = fmt if fmt in serialize.FORMATS or fmt in pages else \
+            suffix if suffix in pages else serialize.format_for_path(output)
+        content = pages[file_fmt]() if file_fmt in pages else text(file_fmt)
         try:
-            serialize.write_atomic(output, text(file_fmt))
+            serialize.write_atomic(output, content)
         except OSError as exc:
             raise UsageError(f"cannot write {output}: {exc.strerror}", "choose a writable path for -o") from None
         note(f"wrote {output} ({file_fmt})")
         if fmt != "table":
             return
+    if fmt in pages:
+        sys.stdout.write(pages[fmt]())
+        return
     if fmt in serialize.FORMATS:
         sys.stdout.write(text(fmt))
         return
-    out = Console(highlight=False, soft_wrap=False)
+    out = Console(highlight=False, soft_wrap=False, markup=False)  # data such as "f32[s0, 8]" is not markup
     if not out.is_terminal and not os.environ.get("COLUMNS"):
-        out = Console(highlight=False, soft_wrap=False, width=120)  # pipes and files: not 80 columns
+        out = Console(highlight=False, soft_wrap=False, markup=False, width=120)  # pipes and files: not 80 columns
     out.print(table())

@@ -25,16 +25,22 @@ def guards(
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
     timeout: c.TimeoutOpt = None,
+    nproc: c.NprocOpt = None,
+    torchrun_arg: c.TorchrunArgOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
     from dataclasses import replace
 
+    from tcinspect import distributed
     from tcinspect.render import guards as render
+    from tcinspect.render import ranks
     from tcinspect.views import guards_document
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
-                  also_accept=[replace(opts, backend="inductor")],
-                  show=lambda r: c.emit_document(guards_document(r), fmt, output, lambda: render.guards(r, all_kinds)))
+                  also_accept=[replace(opts, backend="inductor")], nproc=nproc, launcher_args=torchrun_arg,
+                  show=lambda r: c.emit_document(
+                      distributed.document(r, guards_document), fmt, output,
+                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), distributed.guards_key)))

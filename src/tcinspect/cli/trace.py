@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from pathlib import Path
+from typing import Annotated, Callable, List, Optional
 
 import typer
 
@@ -10,24 +11,38 @@ from tcinspect.cli import app
 from tcinspect.cli import common as c
 from tcinspect.errors import UsageError
 from tcinspect.render import table as render
+from tcinspect.report import Report
 
 StageOpt = Annotated[Optional[List[str]], typer.Option(
     "--stage", "-s", help=f"Show only these stages ({', '.join(render.STAGES)}); repeat or comma-separate.",
     show_default=False)]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", "-f", help="table, yaml, json, html (one self-contained page, graphs drawn) or svg (the graphs).")]
+OutputOpt = Annotated[Optional[Path], typer.Option(
+    "--output", "-o", help="Write the report to this file: .yaml, .json, .html or .svg (the format follows the "
+                           "name unless --format is given).", show_default=False)]
+GraphOpt = Annotated[Optional[List[str]], typer.Option(
+    "--graph", help="With --format svg: draw only this graph, a Dynamo compile id (1/0) or an Inductor AOT id "
+                    "(0_forward); repeatable.", show_default=False, metavar="ID")]
 
 
-@app.command(epilog="Example: tcinspect trace sample_models/tiny.py --stage summary,inductor")
+@app.command(epilog="Example: tcinspect trace sample_models/tiny.py --stage summary,inductor  ·  "
+                    "tcinspect trace sample_models/tiny.py -o report.html")
 def trace(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
     stage: StageOpt = None,
     code: Annotated[bool, typer.Option("--code", help="Also show graph and kernel code, highlighted.")] = False,
-    fmt: c.FormatOpt = "table",
-    output: c.OutputOpt = None,
+    all_rows: Annotated[bool, typer.Option("--all", help=f"Show every row of the node and kernel tables (default: "
+                                                         f"the first {render.ROW_LIMIT} of each).")] = False,
+    fmt: FormatOpt = "table",
+    output: OutputOpt = None,
+    graph: GraphOpt = None,
     model: c.ModelOpt = "model",
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
+    passes: c.PassOpt = None,
     mode: c.ModeOpt = "",
     fullgraph: c.FullgraphOpt = False,
     dynamic: c.DynamicOpt = "",
@@ -35,14 +50,30 @@ def trace(
     fresh: c.FreshOpt = False,
     no_timings: Annotated[bool, typer.Option("--no-timings", help="Leave timings out of YAML/JSON.")] = False,
     timeout: c.TimeoutOpt = None,
+    nproc: c.NprocOpt = None,
+    torchrun_arg: c.TorchrunArgOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
     stages = _stages(stage)
-    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device)
-    fmt = c.check_format(fmt)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
-                  show=lambda rep: c.emit(rep, fmt, output, lambda: render.trace(rep, stages, code), not no_timings))
+    limit = None if all_rows else render.ROW_LIMIT
+    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
+    fmt = c.check_format(fmt, ("table", "yaml", "json", "html", "svg"))
+    if graph and fmt != "svg" and not (output and output.suffix.lower() == ".svg"):
+        raise UsageError("--graph picks graphs to draw, so it needs --format svg", "add --format svg or -o graph.svg")
+    from tcinspect.render import ranks
+
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout, nproc=nproc,
+                  launcher_args=torchrun_arg,
+                  show=lambda rep: c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings,
+                                          pages=_pages(rep, graph or ())))
+
+
+def _pages(rep: Report, graphs: List[str]) -> dict[str, Callable[[], str]]:
+    """The formats drawn from the whole report, rendered only when chosen."""
+    from tcinspect.render import html, svg  # Graphviz and Pygments only when a page is written
+
+    return {"html": lambda: html.render(rep), "svg": lambda: svg.svg(rep, graphs)}
 
 
 def _stages(values: Optional[List[str]]) -> Optional[list[str]]:

@@ -10,6 +10,7 @@ import logging
 import os
 import tempfile
 import traceback
+import warnings
 from typing import Any, Callable, Iterator
 
 import torch
@@ -59,7 +60,11 @@ def quiet_torch_logs() -> Iterator[None]:
     for h in handlers:
         h.addFilter(drop)
     try:
-        yield
+        with warnings.catch_warnings():
+            # Dynamo's tracing warnings (e.g. "does not know how to trace the builtin ...") repeat what
+            # the graph-break records say; the user's own warnings still show
+            warnings.filterwarnings("ignore", module=r"torch(\.|$)")
+            yield
     finally:
         for h in handlers:
             h.removeFilter(drop)
@@ -160,3 +165,258 @@ def inductor_config_snapshot() -> dict[str, Any]:
 
 def dynamo_config_snapshot() -> dict[str, Any]:
     return dict(torch._dynamo.config.get_config_copy())
+
+
+def registered_backends(everything: bool = True) -> list[str]:
+    """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.14).
+
+    ``everything=False`` leaves out the debug and experimental ones, as torch's own listing does.
+    """
+    if everything:
+        return sorted(torch._dynamo.list_backends(exclude_tags=()))
+    return sorted(torch._dynamo.list_backends())
+
+
+def log_artifact(name: str, payload: str) -> None:
+    """Log a JSON artifact on the structured trace, under the compile id being compiled.
+
+    trace_structured attaches the current compile id itself (torch/_logging/_internal.py, 2.11-2.14),
+    so tcinspect's own records land beside PyTorch's for the same graph.
+    """
+    from torch._logging import trace_structured
+
+    trace_structured("artifact", metadata_fn=lambda: {"name": name, "encoding": "json"}, payload_fn=lambda: payload)
+
+
+def inductor_with_inner(inner: Callable[..., Any]) -> Callable[..., Any]:
+    """An Inductor backend whose per-graph compile goes through ``inner(gm, example_inputs, next, **kw)``.
+
+    compile_fx takes an ``inner_compile`` (torch/_inductor/compile_fx.py, 2.11-2.14): it receives each
+    ATen graph after AOTAutograd (forward, backward or inference) before Inductor lowers it.
+    """
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    def part_of(kwargs: dict[str, Any]) -> str:
+        if kwargs.get("is_backward"):
+            return "backward"
+        return "inference" if kwargs.get("is_inference") else "forward"
+
+    def inner_compile(gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        gm = inner(gm, part_of(kwargs))
+        return compile_fx_inner(gm, example_inputs, *args, **kwargs)
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        return compile_fx(gm, example_inputs, inner_compile=inner_compile)
+
+    return backend
+
+
+def aot_eager_with_inner(inner: Callable[..., Any]) -> Callable[..., Any]:
+    """aot_eager whose forward and backward ATen graphs go through ``inner(gm, part)`` first."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    def compiler(part: str) -> Callable[..., Any]:
+        def run(gm: Any, example_inputs: Any) -> Any:
+            return make_boxed_func(inner(gm, part))
+        return run
+
+    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                        inference_compiler=compiler("inference"))
+
+
+def user_kernel_table() -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
+    """User Triton kernels Dynamo has seen: kernel_idx -> (name, source); constant_args_idx -> text.
+
+    PyTorch keeps them in a side table (torch/_higher_order_ops/triton_kernel_wrap.py,
+    ``kernel_side_table``, 2.11-2.14), cleared by torch._dynamo.reset(): read it before that.
+    """
+    import inspect
+
+    try:
+        from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+    except ImportError:
+        return {}, {}
+    kernels: dict[int, tuple[str, str]] = {}
+    for idx, kernel in dict(kernel_side_table.id_to_kernel).items():
+        fn = getattr(kernel, "fn", kernel)  # a JITFunction or an Autotuner around one
+        fn = getattr(fn, "fn", fn)
+        name = getattr(fn, "__name__", type(kernel).__name__)
+        try:
+            source = getattr(getattr(kernel, "fn", kernel), "src", "") or inspect.getsource(fn)
+        except (OSError, TypeError):
+            source = ""
+        kernels[idx] = (name, source)
+    constants = {idx: ", ".join(f"{k}={v!r}" for k, v in args.items())
+                 for idx, args in dict(kernel_side_table.constant_args).items()}
+    return kernels, constants
+
+
+def is_graph_module(value: Any) -> bool:
+    return isinstance(value, torch.fx.GraphModule)
+
+
+def raised_in_torch(exc: BaseException) -> bool:
+    """Whether the deepest frame of an exception's traceback is inside the torch package."""
+    import traceback as tb
+
+    frames = tb.extract_tb(exc.__traceback__)
+    if not frames:
+        return True
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    return os.path.abspath(frames[-1].filename).startswith(torch_dir + os.sep)
+
+
+def aoti_compile_and_package(exported_program: Any, package_path: str) -> str:
+    """AOTInductor: compile an ExportedProgram into a .pt2 package (torch._inductor, 2.11-2.14)."""
+    return torch._inductor.aoti_compile_and_package(exported_program, package_path=package_path)
+
+
+def aoti_load_package(package_path: str) -> Callable[..., Any]:
+    return torch._inductor.aoti_load_package(package_path)
+
+
+# ----------------------------------------------------------------------------- codegen --bench
+
+
+class KernelLaunch:
+    """One kernel launch made by an Inductor wrapper, as ``intercept_launches`` hands it over.
+
+    ``replay(args, kwargs)`` launches the same kernel again (the original, un-intercepted call) on
+    other arguments of the same layout; ``params`` names the positional arguments where torch says
+    (a Triton kernel's signature, an operator's schema); ``roles`` maps a parameter to "write" or
+    "readwrite" where torch states it.
+    """
+
+    def __init__(self, kind: str, name: str, wrapper: str, frame_id: int, replay: Callable[..., Any],
+                 args: tuple, kwargs: dict[str, Any], params: tuple[str, ...] = (),
+                 roles: dict[str, str] | None = None) -> None:
+        self.kind = kind  # triton | extern
+        self.name = name  # as the wrapper names it (the report's Kernel.name)
+        self.wrapper = wrapper  # the wrapper module's file
+        self.frame_id = frame_id  # the wrapper call this launch belongs to
+        self.replay = replay
+        self.args = args
+        self.kwargs = kwargs
+        self.params = params
+        self.roles = roles or {}
+
+
+def _wrapper_frame(depth: int) -> Any:
+    """The calling frame if it is an Inductor wrapper's ``call`` (or a graph partition), else None.
+
+    Wrapper modules import ``reinterpret_tensor`` and ``extern_kernels`` at their top
+    (torch/_inductor/codegen/wrapper.py, 2.11-2.14); kernel modules and torch's own code do not.
+    """
+    import sys
+
+    frame = sys._getframe(depth + 1)
+    g = frame.f_globals
+    return frame if "reinterpret_tensor" in g and "extern_kernels" in g else None
+
+
+def _global_name(frame: Any, obj: Any) -> str:
+    for key, value in frame.f_globals.items():
+        if value is obj:
+            return key
+    return ""
+
+
+def _schema_roles(op: Any) -> tuple[tuple[str, ...], dict[str, str]]:
+    """An operator's argument names, and which it writes: ``out=`` (write) or in place (readwrite)."""
+    names, roles = [], {}
+    for arg in op._schema.arguments:  # torch._C.FunctionSchema (public in practice since 1.x)
+        names.append(arg.name)
+        alias = arg.alias_info
+        if alias is not None and alias.is_write:
+            roles[arg.name] = "write" if arg.kwarg_only and arg.name.startswith("out") else "readwrite"
+    return tuple(names), roles
+
+
+@contextlib.contextmanager
+def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
+    """Call ``hook(launch)`` just before every kernel launch an Inductor wrapper makes; undo it after.
+
+    What is patched, for the duration (torch 2.11-2.14):
+    - ``CachingAutotuner.run`` (torch/_inductor/runtime/triton_heuristics.py): every generated and
+      user Triton kernel; the wrapper calls ``kernel.run(*args, stream=...)``.
+    - each callable of ``torch._inductor.select_algorithm.extern_kernels``: the wrapper looks
+      ``extern_kernels.mm`` / ``addmm`` / ``bmm`` / ``convolution`` ... up on that namespace per call.
+    - ``torch._ops.OpOverload.__call__``: the wrapper's ``torch.ops.aten.*`` calls (attention, RNG).
+    Only calls made directly from a wrapper's frame are handed over; the hook's own calls are not.
+    """
+    import threading
+
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    from torch._inductor.select_algorithm import extern_kernels
+    from torch._ops import OpOverload
+
+    busy = threading.local()
+
+    def fire(launch: KernelLaunch) -> None:
+        busy.on = True
+        try:
+            hook(launch)
+        finally:
+            busy.on = False
+
+    def from_wrapper() -> Any:
+        return None if getattr(busy, "on", False) else _wrapper_frame(2)
+
+    orig_run = CachingAutotuner.run
+
+    def run(self: Any, *args: Any, stream: Any, **kwargs: Any) -> Any:
+        frame = from_wrapper()
+        if frame is not None:
+            signature = (getattr(self, "triton_meta", None) or {}).get("signature", {})
+            meta = getattr(self, "inductor_meta", None) or {}
+            name = _global_name(frame, self) or str(meta.get("kernel_name", "triton_kernel"))
+            fire(KernelLaunch(
+                "triton", name, frame.f_code.co_filename, id(frame),
+                lambda a, k: orig_run(self, *a, stream=stream, **k), args, kwargs,
+                params=tuple(n for n, t in signature.items() if t != "constexpr"),
+                roles={n: "readwrite" for n in meta.get("mutated_arg_names", ())}))
+        return orig_run(self, *args, stream=stream, **kwargs)
+
+    originals = {k: v for k, v in vars(extern_kernels).items() if callable(v)}
+
+    def extern(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            frame = from_wrapper()
+            if frame is not None:
+                fire(KernelLaunch("extern", name, frame.f_code.co_filename, id(frame),
+                                  lambda a, k: fn(*a, **k), args, kwargs, roles={"out": "write"}))
+            return fn(*args, **kwargs)
+        return call
+
+    orig_call = OpOverload.__call__
+
+    def op_call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        frame = from_wrapper()
+        if frame is not None:
+            params, roles = _schema_roles(self)
+            fire(KernelLaunch("extern", str(self), frame.f_code.co_filename, id(frame),
+                              lambda a, k: orig_call(self, *a, **k), args, kwargs, params=params, roles=roles))
+        return orig_call(self, *args, **kwargs)
+
+    CachingAutotuner.run = run  # type: ignore[method-assign]
+    OpOverload.__call__ = op_call  # type: ignore[method-assign]
+    for key, fn in originals.items():
+        setattr(extern_kernels, key, extern(key, fn))
+    try:
+        yield
+    finally:
+        CachingAutotuner.run = orig_run  # type: ignore[method-assign]
+        OpOverload.__call__ = orig_call  # type: ignore[method-assign]
+        for key, fn in originals.items():
+            setattr(extern_kernels, key, fn)
+
+
+
+def gpu_sleep(cycles: int) -> None:
+    """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.14).
+
+    The kernel bench queues it before each timed launch so the launch is enqueued before the GPU
+    reaches it: the CUDA events then time the kernel, not the Python that launched it.
+    """
+    torch.cuda._sleep(int(cycles))

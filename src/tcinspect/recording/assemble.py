@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 
 from tcinspect.recording import events as ev_mod
 from tcinspect.recording.breaks import parse_break
-from tcinspect.recording.events import Event
+from tcinspect.recording.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.recording.fxgraph import parse_graph
 from tcinspect.recording.guards import parse_guards, suggest_recompile_fix
 from tcinspect.recording.inductor import aot_id_of, parse_output_code, part_of
@@ -24,8 +24,12 @@ from tcinspect.report import (
     Graph,
     InductorStage,
     OutputCode,
+    CustomOp,
+    NodeChange,
+    PassRun,
     Recompile,
     Stages,
+    UserKernel,
 )
 
 #: Stages each kind of backend runs; anything else is assumed to run them all.
@@ -50,6 +54,9 @@ class Failure:
 
     stage: str
     message: str
+    #: set when a --backend or --pass the user gave is at fault: the whole error line
+    blame: str = ""
+    fix: str = ""
 
 
 def _clean(code: str) -> str:
@@ -176,11 +183,102 @@ def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -
     return outputs
 
 
+_WRAPPER_CALL = re.compile(
+    r"^\s*(?P<node>\w+)(?:\s*:\s*\"[^\"]*\")?\s*=\s*torch\.ops\.higher_order\.(?P<wrapper>triton_kernel_wrapper_\w+)\((?P<args>.*)\)"
+)
+_CUSTOM_OP = re.compile(r"torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)")
+#: Operator namespaces of PyTorch itself; any other torch.ops namespace is a user's custom op.
+_TORCH_NAMESPACES = frozenset({"aten", "prims", "higher_order", "_c10d_functional", "c10d_functional", "c10d",
+                               "_c10d_functional_autograd", "profiler", "inductor", "quantized", "_quantized",
+                               "rngprims", "_dtensor", "debugprims", "fsdp", "streams"})
+
+
+def _user_kernel_calls(cid: str, part: str, graph: Graph, side_table: SideTable) -> list[UserKernel]:
+    kernels, constants = side_table
+    found = []
+    for line in graph.code.splitlines():
+        m = _WRAPPER_CALL.match(line)
+        if m is None:
+            continue
+        args = m["args"]
+        idx = re.search(r"kernel_idx = (\d+)", args)
+        cidx = re.search(r"constant_args_idx = (\d+)", args)
+        grid = re.search(r"grid = (\[.*?\])(?:, \w+ = |$)", args)
+        kwargs = re.search(r"kwargs = \{(.*?)\}(?:, \w+ = |$)", args)
+        clone = re.search(r"tensors_to_clone = \[(.*?)\]", args)
+        tensor_args = []
+        for key, value in re.findall(r"'(\w+)': ([^,]+)", kwargs.group(1) if kwargs else ""):
+            value = value.strip()
+            if re.fullmatch(r"[A-Za-z_]\w*", value) and value not in ("None", "True", "False"):
+                tensor_args.append(f"{key}={value}")
+        kernel_idx = int(idx.group(1)) if idx else -1
+        name, source = kernels.get(kernel_idx, ("", ""))
+        mutated = tuple(re.findall(r"'(\w+)'", clone.group(1))) if clone else ()
+        if not mutated and m["wrapper"].endswith("_mutation"):
+            mutated = tuple(a.split("=", 1)[0] for a in tensor_args)  # the mutation form writes in place
+        found.append(UserKernel(
+            compile_id=cid, graph=part, node=m["node"], wrapper=m["wrapper"], kernel_idx=kernel_idx, name=name,
+            grid=grid.group(1) if grid else "", tensor_args=tuple(tensor_args), mutated=mutated,
+            constant_args=constants.get(int(cidx.group(1)), "") if cidx else "", source=source))
+    return found
+
+
+def _custom_ops(dynamo_graphs: list[DynamoGraph], aot_graphs: list[AotGraphs],
+                user_kernels: list[UserKernel]) -> tuple[CustomOp, ...]:
+    """Each custom op in the Dynamo graphs, and whether AOTAutograd kept it whole or saw inside."""
+    aot_code = "\n".join(line for g in aot_graphs for part in (g.joint, g.forward, g.backward, g.inference)
+                         if part is not None for line in part.code.splitlines()
+                         if not line.lstrip().startswith("#"))  # "# File:" comments quote the user's call
+    names: dict[str, None] = {}
+    traced = []
+    for dg in dynamo_graphs:
+        for m in _CUSTOM_OP.finditer(dg.graph.code):
+            if m["ns"] not in _TORCH_NAMESPACES:
+                names[f"{m['ns']}.{m['op']}"] = None
+        if "triton_kernel_wrapper_mutation" in dg.graph.code:
+            traced.append(dg.compile_id)
+    ops = []
+    kernel_names = sorted({k.name or f"kernel_idx {k.kernel_idx}" for k in user_kernels})
+    for name in names:
+        if re.search(rf"torch\.ops\.{re.escape(name)}\b", aot_code):
+            ops.append(CustomOp(name, "opaque", "kept as one call through AOTAutograd (custom_op with a fake "
+                                                "implementation): the compiler cannot fuse into it"))
+        elif user_kernels:
+            ops.append(CustomOp(name, "transparent", "decomposed into its Triton kernel(s) "
+                                                     f"{', '.join(kernel_names)} (triton_op + wrap_triton)"))
+        elif aot_graphs:
+            ops.append(CustomOp(name, "transparent", "decomposed into ATen ops by AOTAutograd"))
+    for cid in traced:
+        ops.append(CustomOp(f"@triton.jit call in graph {cid}", "transparent",
+                            "a plain Triton kernel call that Dynamo traced (triton_kernel_wrapper_mutation)"))
+    return tuple(ops)
+
+
+def build_passes(events: Iterable[Event]) -> tuple[PassRun, ...]:
+    """What each --pass did to each ATen graph, from tcinspect's own trace artifacts."""
+    runs = []
+    for e in events:
+        if e.name != PASS_ARTIFACT:
+            continue
+        data = ev_mod.json_payload(e) or {}
+        runs.append(PassRun(
+            name=str(data.get("name", "")), compile_id=e.compile_id, graph=str(data.get("graph", "")),
+            nodes_before=int(data.get("nodes_before", 0)), nodes_after=int(data.get("nodes_after", 0)),
+            changes=tuple(NodeChange(*c) for c in data.get("changes", [])), lint=str(data.get("lint", "ok")),
+            error=str(data.get("error", ""))))
+    return tuple(runs)
+
+
+#: kernel_idx -> (name, source); constant_args_idx -> text (PyTorch's kernel side table, read live).
+SideTable = tuple[dict[int, tuple[str, str]], dict[int, str]]
+
+
 def build(
     events: Iterable[Event],
     *,
     backend: str = "inductor",
     failure: Optional[Failure] = None,
+    side_table: SideTable = ({}, {}),
 ) -> tuple[Stages, tuple[CompileMetrics, ...]]:
     """Assemble the three stages and per-compile metrics from a run's events."""
     all_events = list(events)
@@ -188,6 +286,7 @@ def build(
     reasons = _recompile_reasons(all_events)
 
     dynamo_graphs, breaks, recompiles, aot_graphs, outputs, metrics = [], [], [], [], [], []
+    user_kernels: list[UserKernel] = []
     for cid, group in groups.items():
         for e in group:
             if e.name == "dynamo_graph_break_reason":
@@ -198,10 +297,12 @@ def build(
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
         guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
         anchors = parse_graph("dynamo_output_graph", _clean(graph_ev.payload)) if graph_ev is not None else None
+        inputs_ev = next((e for e in reversed(latest) if e.name == BACKEND_INPUTS_ARTIFACT), None)
         if anchors is not None:
             dynamo_graphs.append(DynamoGraph(
                 compile_id=cid, function=m.function, file=m.file, line=m.line, graph=anchors,
                 guards=parse_guards(guard_ev.payload) if guard_ev is not None else (),
+                example_inputs=tuple(str(v) for v in (ev_mod.json_payload(inputs_ev) or [])) if inputs_ev else (),
             ))
         if cid in reasons or (group[0].frame_compile_id or 0) > 0:
             why = reasons.get(cid, ())
@@ -210,11 +311,25 @@ def build(
                 input_set=next((e.call for e in group if e.call >= 0), -1),
                 limit_hit="recompile limit" in m.fail_reason.lower(),
                 suggestion=suggest_recompile_fix(why)))
-        parts = {}
+        # one compile id can hold several AOT graph sets (DDPOptimizer compiles each bucket's submodule
+        # under its frame's compile id); backwards arrive later, in reverse, each for the latest
+        # forward still without one
+        sets: list[dict] = []
         for e in latest:
-            if e.name in _AOT_EVENTS:
-                parts[_AOT_EVENTS[e.name]] = _reanchor(parse_graph(e.name, _clean(e.payload)), anchors)
-        if parts:
+            if e.name not in _AOT_EVENTS:
+                continue
+            part, graph = _AOT_EVENTS[e.name], _reanchor(parse_graph(e.name, _clean(e.payload)), anchors)
+            if part == "backward":
+                target = next((s for s in reversed(sets) if "backward" not in s and "inference" not in s), None)
+                if target is None:
+                    target = {}
+                    sets.append(target)
+                target[part] = graph
+            else:
+                if not sets or part in sets[-1] or "backward" in sets[-1]:
+                    sets.append({})
+                sets[-1][part] = graph
+        for parts in sets:
             fwd, bwd = parts.get("forward"), parts.get("backward")
             if fwd is not None and not fwd.saved_for_backward and bwd is not None:
                 # older torch prints no SavedForBackwardsAOTOutput marks: the backward's non-tangent
@@ -222,9 +337,15 @@ def build(
                 saved = tuple(n.name for n in bwd.nodes if n.op == "placeholder" and not n.name.startswith("tangents"))
                 parts["forward"] = Graph(fwd.name, fwd.code, fwd.nodes, saved)
             aot_graphs.append(AotGraphs(compile_id=cid, **parts))
+            for part_name, graph in parts.items():
+                if part_name != "joint":  # the joint graph repeats the forward's calls
+                    user_kernels.extend(_user_kernel_calls(cid, part_name, graph, side_table))
         outputs.extend(_inductor_outputs(cid, latest, anchors))
 
-    runs = BACKEND_STAGES.get(backend, ("dynamo", "aot_autograd", "inductor"))
+    # a backend tcinspect does not know runs the stages it left records of (a custom backend that
+    # hands on to compile_fx shows AOT and Inductor; one that runs the graph itself shows Dynamo only)
+    runs = BACKEND_STAGES.get(backend) or ("dynamo",) + (("aot_autograd",) if aot_graphs else ()) + (
+        ("inductor",) if outputs else ())
     has_any = bool(groups)
 
     def status(stage: str, produced: bool) -> tuple[str, str]:
@@ -244,7 +365,9 @@ def build(
     stages = Stages(
         dynamo=DynamoStage(status=d_status, error=d_err, graphs=tuple(dynamo_graphs), graph_breaks=tuple(breaks),
                            recompiles=tuple(recompiles)),
-        aot_autograd=AotStage(status=a_status, error=a_err, graphs=tuple(aot_graphs)),
+        aot_autograd=AotStage(status=a_status, error=a_err, graphs=tuple(aot_graphs),
+                              user_kernels=tuple(user_kernels),
+                              custom_ops=_custom_ops(dynamo_graphs, aot_graphs, user_kernels)),
         inductor=InductorStage(status=i_status, error=i_err, outputs=tuple(outputs)),
     )
     return stages, tuple(metrics)

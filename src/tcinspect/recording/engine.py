@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import replace
 import logging
 import os
@@ -12,11 +13,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, modelfile
+from tcinspect.recording import _compat, assemble, custom, modelfile, verify
 from tcinspect.recording import breaks as breaks_mod
+from tcinspect.recording import kernelbench
 from tcinspect.recording import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
-from tcinspect.report import InputSetError, Options, Report, Target
+from tcinspect.report import InputSetError, Options, Report, Target, Verification
 
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
@@ -33,8 +35,14 @@ class Recorder(logging.Handler):
         # in an isolated child, every event is also appended to a file as it arrives, so that a
         # crash or a timeout still leaves the stages recorded before it
         self._stream = open(stream, "a", encoding="utf-8") if stream else None
+        self.seconds = 0.0  # spent in emit(): tcinspect's own share of the compile (Report.timings)
 
     def emit(self, record: logging.LogRecord) -> None:
+        start = time.perf_counter()
+        self._keep(record)
+        self.seconds += time.perf_counter() - start
+
+    def _keep(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
         if not isinstance(metadata, dict):
             return
@@ -135,15 +143,37 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
 
 def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
     frame = modelfile.user_frame(exc, where) if where is not None else ""
+    if isinstance(exc, ModelExited):
+        return ModelRaisedError(f"{str(where) + ': ' if where else ''}{exc} inside forward",
+                                "raise an exception instead, or move the exit out of the model")
     return ModelRaisedError(
         f"{frame + ': ' if frame else ''}the model raised {modelfile.describe(exc)}",
         "fix the model so that it runs eagerly (call it once without torch.compile to debug)",
     )
 
 
-def _failure(exc: BaseException) -> assemble.Failure:
+def _failure(exc: BaseException, custom_backend: str = "") -> assemble.Failure:
     root = _compat.compiler_error_root(exc)
-    return assemble.Failure(_compat.stage_of_exception(exc), modelfile.describe(root))
+    stage = _compat.stage_of_exception(exc)
+    if isinstance(root, custom.UserTargetError):
+        return assemble.Failure(stage, str(root), blame=str(root), fix=root.fix)
+    if custom_backend and not _compat.raised_in_torch(root):
+        # the user's own backend raised (not torch code it called into): their bug, like a model that
+        # raises; Dynamo's stage is where it called the backend
+        msg = f"--backend '{custom_backend}' raised {modelfile.describe(root)}"
+        return assemble.Failure("dynamo", msg, blame=msg, fix="fix the backend (--debug shows the traceback)")
+    return assemble.Failure(stage, modelfile.describe(root))
+
+
+class ModelExited(Exception):
+    """The model called sys.exit() while running: its own error, not a reason to stop tcinspect."""
+
+
+def _no_exit(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except SystemExit as exc:
+        raise ModelExited(f"the model called sys.exit({exc.code!r})") from None
 
 
 class _Run:
@@ -158,6 +188,11 @@ class _Run:
         self.seconds = 0.0
         self.calls = 0
         self.input_errors: list[InputSetError] = []
+        # what torch.compile gets as backend=: a name, or a callable (custom backend, --pass pipeline)
+        self.backend, self.custom_backend = custom.build_backend(options.backend, options.passes)
+        self.side_table: assemble.SideTable = ({}, {})
+        self.verification: Optional[Verification] = None
+        self.reference: Optional[verify.Reference] = None  # eager outputs and gradients (verify)
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
@@ -173,24 +208,26 @@ class _Run:
                 yield
             finally:
                 self.seconds = time.perf_counter() - start
+                self.side_table = _compat.user_kernel_table()  # reset_dynamo() clears it
                 _compat.reset_dynamo()
                 self.recorder.close()
 
     def compile_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"backend": self.options.backend, "fullgraph": self.options.fullgraph}
+        kw: dict[str, Any] = {"backend": self.backend, "fullgraph": self.options.fullgraph}
         if self.options.mode:
             kw["mode"] = self.options.mode
         if self.options.dynamic:
             kw["dynamic"] = {"true": True, "false": False}[self.options.dynamic]
         return kw
 
-    def step(self, fn: Callable[..., Any], inputs: tuple) -> None:
-        """Call ``fn`` (compiled or eager) and, when asked and possible, run backward."""
+    def step(self, fn: Callable[..., Any], inputs: tuple) -> Any:
+        """Call ``fn`` (compiled or eager) and, when asked and possible, run backward; its outputs."""
         out = fn(*inputs)
         if self.options.backward:
             loss = _scalar_loss(out)
             if loss is not None:
                 loss.backward()
+        return out
 
     def call(self, model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
              where: Path | None, index: int = 0) -> bool:
@@ -202,7 +239,9 @@ class _Run:
         self.recorder.call = index
         self.calls += 1
         try:
-            self.step(compiled, inputs)
+            out = _no_exit(self.step, compiled, inputs)
+            if index == 0 and self.reference is not None:
+                self.verification = verify.compare(self.reference, out, inputs, model, self.options)
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
             if not _compat.is_compiler_exception(exc):
@@ -210,10 +249,10 @@ class _Run:
             # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
             # first): only an error eager mode does not reproduce is a compiler failure.
             try:
-                self.step(model, inputs)
+                _no_exit(self.step, model, inputs)
             except Exception as eager_exc:  # noqa: BLE001
                 return self._model_error(eager_exc, where, index)
-            self.failure = _failure(exc)
+            self.failure = _failure(exc, self.custom_backend or "")
             return False
 
     def _model_error(self, exc: BaseException, where: Optional[Path], index: int) -> bool:
@@ -225,10 +264,13 @@ class _Run:
         return True
 
     def report(self, target: Target, device: str) -> Report:
-        stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=self.failure)
+        start = time.perf_counter()
+        build = functools.partial(assemble.build, self.recorder.events, backend=self.options.backend,
+                                  side_table=self.side_table)
+        stages, metrics = build(failure=self.failure)
         failure = self.failure or assemble.failure_from_metrics(metrics, stages)
         if failure is not None and self.failure is None:
-            stages, metrics = assemble.build(self.recorder.events, backend=self.options.backend, failure=failure)
+            stages, metrics = build(failure=failure)
         dynamo = stages.dynamo
         stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
             breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
@@ -239,11 +281,15 @@ class _Run:
             options=self.options,
             stages=stages,
             compiles=metrics,
-            error=f"{failure.stage} stage failed: {failure.message}" if failure else "",
+            error=(failure.blame or f"{failure.stage} stage failed: {failure.message}") if failure else "",
+            passes=assemble.build_passes(self.recorder.events),
+            verification=self.verification,
             tcinspect_version=__version__,
             calls=self.calls,
             input_errors=tuple(self.input_errors),
-            timings=(("capture_s", round(self.seconds, 3)),),
+            # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
+            timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
+                     ("assemble_s", round(time.perf_counter() - start, 4))),
         )
 
 
@@ -278,13 +324,24 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         inputs = _move(inputs, opts.device)
         sets = [_move(s, opts.device) for s in sets]
     device = opts.device or _device_of(model, inputs)
+    if opts.bench:
+        kernelbench.check(opts, device=device)
+    if opts.export:
+        from tcinspect.recording import exporting
+
+        return exporting.run(model, inputs, opts, target, device, where, quiet)
     run = _Run(opts, fresh, quiet)
+    if opts.verify:
+        run.reference = verify.reference(model, inputs, run.step, where)
     with run.recording():
         compiled = _compat.compile_fn(model, **run.compile_kwargs())
         for index, args in enumerate([inputs, *sets]):
             if not run.call(model, compiled, args, where, index):
                 break
-    return run.report(target, device)
+        # --bench: while the compiled frames are alive, time one more call's kernels
+        measured = (kernelbench.measure(model, compiled, inputs, run.step, opts)
+                    if opts.bench and run.failure is None else None)
+    return kernelbench.attach(run.report(target, device), measured)
 
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
@@ -293,18 +350,27 @@ def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_n
     """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script."""
     opts = options or Options()
     src = modelfile.read(path, model_name)
+    if opts.bench:  # before the file runs or anything compiles
+        kernelbench.check(opts, script=src.is_script)
     if src.is_script:
         return _capture_script(src, opts, fresh, list(script_args), model_name, quiet)
     with _isolated(src.path, None):
-        loaded = modelfile.load(src, model_name, inputs_name, opts.device)
-        target = Target(kind="model", path=str(path), sha256=src.sha256, model_name=model_name,
-                        inputs_name=inputs_name, input_sets=len(loaded.input_sets))
-        return _capture_loaded(loaded, target, opts, fresh, src.path, quiet)
+        try:
+            loaded = modelfile.load(src, model_name, inputs_name, opts.device)
+            target = Target(kind="model", path=str(path), sha256=src.sha256, model_name=model_name,
+                            inputs_name=inputs_name, input_sets=len(loaded.input_sets))
+            return _capture_loaded(loaded, target, opts, fresh, src.path, quiet)
+        finally:
+            modelfile.unload(src)
 
 
 def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str,
                     quiet: bool = False) -> Report:
     _check_device(opts.device)
+    if opts.passes or opts.verify or opts.export or custom.is_target(opts.backend):
+        raise UsageError(f"{src.path} is run as a script (it defines no `{model_name}`), whose own torch.compile "
+                         "calls keep their options", "define `model` and `example_inputs` to use --backend "
+                         "module:callable, --pass, verify or export")
     run = _Run(opts, fresh, quiet)
     with _isolated(src.path, [str(src.path), *args]), run.recording():
         try:

@@ -21,6 +21,11 @@ _CONTEXT_KEYS = frozenset(
 # Events tcinspect has no use for; dropped at the handler so they cost nothing downstream.
 IGNORED = frozenset({"chromium_event", "str", "describe_storage", "describe_tensor", "describe_source"})
 
+#: tcinspect's own artifacts, logged on the same trace (recording/custom.py): what a custom backend
+#: was handed, and what each --pass changed.
+BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
+PASS_ARTIFACT = "tcinspect_pass"
+
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ another torch version) can be analysed on any machine without torch.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Container, Optional
 
 from tcinspect.report import Graph, Node, SourceLocation
 
@@ -64,7 +64,7 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
-def _classify(expr: str, known: set[str]) -> tuple[str, str, str]:
+def _classify(expr: str, known: Container[str]) -> tuple[str, str, str]:
     """The (op, target, args) of a node's right-hand side."""
     expr = expr.strip()
     call = re.match(r"^(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)$", expr, re.S)
@@ -189,7 +189,8 @@ def parse_graph(name: str, code: str) -> Graph:
             continue
         if "fx_pytree.tree_flatten_spec" in expr:
             continue
-        op, target, args = _classify(expr, set(by_name))
+        # by_name itself, not a set copied from it per node (that was quadratic in the graph's size)
+        op, target, args = _classify(expr, by_name)
         dtype, shape, stride, device = parse_type(m["type"]) if m["type"] else ("", (), (), "")
         add(Node(op=op, name=node_name, target=target, args=args, dtype=dtype, shape=shape, stride=stride,
                  device=device, source=source))

@@ -57,7 +57,7 @@ def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: 
         else:
             why = f"the capture process crashed ({_signal_name(code)})"
             fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
-        raise errors.CaptureCrashedError(why, fix, _partial(t / "events.jsonl", path, model_name, options, why))
+        raise errors.CaptureCrashedError(why, fix, partial_report(t / "events.jsonl", path, model_name, options, why))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -83,7 +83,12 @@ def _signal_name(code: Optional[int]) -> str:
     return f"exit status {code}"
 
 
-def _partial(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
+def _options(data: dict) -> Options:
+    """Options back from JSON: lists become the tuples the frozen model holds (hashable, comparable)."""
+    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
     from tcinspect.recording import assemble
     from tcinspect.recording.events import read_jsonl
@@ -111,7 +116,7 @@ def _child(request_path: str) -> int:
 
     try:
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
-                           options=Options(**req["options"]), fresh=req["fresh"], script_args=req["script_args"],
+                           options=_options(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
                            quiet=req["quiet"])
         payload = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:

@@ -134,27 +134,42 @@ def execute(src: ModelSource, run_name: str) -> dict[str, Any]:
     return namespace
 
 
+def module_name(src: ModelSource) -> str:
+    """The name a model file is imported under (not ``__main__``: its guard blocks stay unrun)."""
+    return "tcinspect_model_" + src.sha256[:12]
+
+
+def unload(src: ModelSource) -> None:
+    sys.modules.pop(module_name(src), None)
+
+
 def load(src: ModelSource, model_name: str = "model", inputs_name: str = "example_inputs",
          device_override: str = "") -> LoadedModel:
     """Import a model file and check it against the contract."""
     # checked before the file runs: a GPU-only file may import GPU-only packages at the top
     _check_device(device_override or src.device, src.path)
-    run_name = "tcinspect_model_" + src.sha256[:12]
+    run_name = module_name(src)
     try:
         namespace = execute(src, run_name)
     except SystemExit as exc:
+        sys.modules.pop(run_name, None)
         raise ModelFileError(f"{src.path}: the model file called sys.exit({exc.code!r}) while being imported",
                              "move script code under `if __name__ == \"__main__\":`") from None
     except Exception as exc:  # noqa: BLE001 - any error in user code becomes one line
+        sys.modules.pop(run_name, None)
         where = user_frame(exc, src.path) or str(src.path)
         raise ModelFileError(f"{where}: importing the model file raised {describe(exc)}",
                              "fix the model file (run it with python to see the full error)") from exc
-    finally:
-        sys.modules.pop(run_name, None)
+    # the module stays in sys.modules while it is captured (strict torch.export looks its globals up
+    # by module name); the caller removes it with unload()
 
     if model_name not in namespace:
         raise ModelFileError(f"{src.path} defines no `{model_name}`", f"define `{model_name}` or pass --model NAME")
     model = namespace[model_name]
+    if isinstance(model, type) and any(c.__name__ == "Module" and c.__module__.startswith("torch.nn")
+                                       for c in model.__mro__):
+        raise ModelFileError(f"`{model_name}` in {src.path} is the class {model.__name__}, not a module",
+                             f"instantiate it: {model_name} = {model.__name__}()")
     if not callable(model):
         raise ModelFileError(f"`{model_name}` in {src.path} is a {type(model).__name__}, not an nn.Module or callable",
                              f"set `{model_name}` to the module or function to compile")

@@ -18,6 +18,10 @@ STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
+#: Rows a node or kernel table shows in `trace` unless --all is given: a 10,000-node graph must not
+#: flood the terminal (every row is in YAML/JSON).
+ROW_LIMIT = 50
+
 
 def _status(status: str, error: str = "") -> Text:
     text = Text(status, style=_STATUS_STYLE.get(status, ""))
@@ -81,17 +85,26 @@ def _clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def node_table(graph: Graph, title: str) -> Table:
+def _limited(rows: Sequence, limit: Optional[int], table: Table) -> Sequence:
+    """The first ``limit`` rows (all when None); the table's caption says how many were left out."""
+    if limit is None or len(rows) <= limit:
+        return rows
+    table.caption = f"… {len(rows) - limit:,} more rows (use --all or --format yaml)"
+    table.caption_justify = "left"
+    return rows[:limit]
+
+
+def node_table(graph: Graph, title: str, limit: Optional[int] = None) -> Table:
     table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("op")
     table.add_column("name", style="cyan")
     table.add_column("target")
     table.add_column("args", style="dim")
-    table.add_column("tensor")
+    table.add_column("tensor", no_wrap=True)
     table.add_column("source", style="dim")
     saved = set(graph.saved_for_backward)
-    for i, n in enumerate(graph.nodes):
+    for i, n in enumerate(_limited(graph.nodes, limit, table)):
         name = n.name + (" ★" if n.name in saved else "")
         src = f"{n.source.short()}" if n.source else ""
         table.add_row(str(i), n.op, name, _clip(n.target, 40), _clip(n.args, 40), _shape(n.dtype, n.shape), src)
@@ -104,13 +117,15 @@ def code_panel(code: str, title: str, language: str = "python") -> Panel:
     return Panel(Syntax(code.rstrip("\n"), language, line_numbers=False, word_wrap=True), title=title, title_align="left")
 
 
-def dynamo(rep: Report, code: bool = False) -> RenderableType:
+def dynamo(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     st = rep.stages.dynamo
     parts: list[RenderableType] = [Text.assemble(("Dynamo  ", "bold magenta"), _status(st.status, st.error))]
     for g in st.graphs:
         loc = f"{g.file.rsplit('/', 1)[-1]}:{g.line}" if g.file else ""
         title = f"dynamo_output_graph {g.compile_id} · {g.function} ({loc}) · {g.graph.op_count} ops"
-        parts.append(node_table(g.graph, title))
+        parts.append(node_table(g.graph, title, limit))
+        if g.example_inputs:
+            parts.append(Text(f"  handed to backend {rep.options.backend}: {', '.join(g.example_inputs)}", style="dim"))
         if code:
             parts.append(code_panel(g.graph.code, f"code · {g.compile_id}"))
     if st.recompiles:
@@ -177,7 +192,7 @@ def breaks(rep: Report) -> RenderableType:
     return breaks_table(items)
 
 
-def aot(rep: Report, code: bool = False) -> RenderableType:
+def aot(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     st = rep.stages.aot_autograd
     parts: list[RenderableType] = [Text.assemble(("AOTAutograd  ", "bold magenta"), _status(st.status, st.error))]
     for g in st.graphs:
@@ -188,15 +203,19 @@ def aot(rep: Report, code: bool = False) -> RenderableType:
             title = f"{label} {g.compile_id} · {graph.op_count} ops"
             if graph.saved_for_backward:
                 title += f" · saved for backward (★): {', '.join(graph.saved_for_backward)}"
-            parts.append(node_table(graph, title))
+            parts.append(node_table(graph, title, limit))
             if code:
                 parts.append(code_panel(graph.code, f"{label} {g.compile_id}"))
         if code and g.joint is not None:
             parts.append(code_panel(g.joint.code, f"aot_joint_graph {g.compile_id}"))
+    if st.user_kernels or st.custom_ops:
+        from tcinspect.render.extensions import user_kernels
+
+        parts.append(user_kernels(rep, code))
     return Group(*parts)
 
 
-def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False) -> Table:
+def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, limit: Optional[int] = None) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("#", justify="right", style="dim")
     t.add_column("kernel", style="cyan", overflow="fold")
@@ -207,7 +226,7 @@ def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False) -
     t.add_column("size", justify="right")
     if buffers:
         t.add_column("buffers", style="dim")
-    for i, k in enumerate(kernels):
+    for i, k in enumerate(_limited(kernels, limit, t)):
         lines = ", ".join(x.rsplit("/", 1)[-1] for x in k.user_lines)
         row = [str(i), k.name, k.kind, _clip(", ".join(k.aten_ops), 60), _clip(", ".join(k.source_nodes), 40),
                lines, k.numel]
@@ -217,12 +236,13 @@ def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False) -
     return t
 
 
-def inductor(rep: Report, code: bool = False) -> RenderableType:
+def inductor(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     st = rep.stages.inductor
     parts: list[RenderableType] = [Text.assemble(("Inductor  ", "bold magenta"), _status(st.status, st.error))]
     for o in st.outputs:
         cache = f" · FX graph cache {o.cache}" if o.cache else ""
-        parts.append(kernel_table(o.kernels, f"inductor_output_code {o.compile_id} {o.part} · {len(o.kernels)} kernels{cache}"))
+        parts.append(kernel_table(o.kernels, f"inductor_output_code {o.compile_id} {o.part} · {len(o.kernels)} kernels{cache}",
+                                  limit=limit))
         if code:
             for k in o.kernels:
                 if k.source:
@@ -230,19 +250,24 @@ def inductor(rep: Report, code: bool = False) -> RenderableType:
     return Group(*parts)
 
 
-def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False) -> RenderableType:
-    """The whole `trace` view: header, summary, then each selected stage."""
+def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False,
+          limit: Optional[int] = ROW_LIMIT) -> RenderableType:
+    """The whole `trace` view: header, summary, then each selected stage (``limit`` rows a table; None: all)."""
     chosen = [s for s in STAGES if stages is None or s in stages]
     parts: list[RenderableType] = [header(rep)]
     builders = {
         "summary": lambda: summary(rep),
-        "dynamo": lambda: dynamo(rep, code),
+        "dynamo": lambda: dynamo(rep, code, limit),
         "guards": lambda: guards(rep),
         "breaks": lambda: breaks(rep),
-        "aot": lambda: aot(rep, code),
-        "inductor": lambda: inductor(rep, code),
+        "aot": lambda: aot(rep, code, limit),
+        "inductor": lambda: inductor(rep, code, limit),
     }
     for s in chosen:
         parts.append(Text(""))
         parts.append(builders[s]())
+        if s == "aot" and rep.passes:
+            from tcinspect.render.extensions import passes
+
+            parts.extend([Text(""), passes(rep)])
     return Group(*parts)

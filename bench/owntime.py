@@ -1,0 +1,56 @@
+"""Time the work `tcinspect trace` does after the compile, on the report that run produced.
+
+`tcinspect trace MODEL -o out.yaml` does three things once the report is built: it writes the report
+cache entry (compact JSON), the YAML file, and the tables on stdout. Those are pure functions of the
+report, so this script times the very same calls on the run's report, read back from its cache entry,
+and prints them as one JSON line (seconds):
+
+    python bench/owntime.py .tcinspect/model-....json
+    {"cache_json_s": 0.09, "yaml_s": 2.9, "render_s": 0.05, "fx_nodes": 10003, "graphs": 1, ...}
+
+The capture's own parts (the structured-trace handler, ``record_s``, and events -> report,
+``assemble_s``) are in the report's ``timings``, measured inside the run; they are passed through.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+
+from rich.console import Console
+
+from tcinspect import serialize
+from tcinspect.render import ranks
+from tcinspect.render import table
+
+
+def measure(path: str) -> dict:
+    rep = serialize.load(path)
+    out: dict = dict(rep.timings)
+
+    start = time.perf_counter()
+    serialize.dumps(rep, "json", compact=True)  # cache.store
+    out["cache_json_s"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    serialize.dumps(rep, "yaml")  # -o out.yaml
+    out["yaml_s"] = time.perf_counter() - start
+
+    # the CLI's console when stdout is not a terminal (cli/common.py): 120 columns, no markup
+    console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, markup=False, width=120)
+    start = time.perf_counter()
+    console.print(ranks.trace(rep, None, False, table.ROW_LIMIT))
+    out["render_s"] = time.perf_counter() - start
+    out["render_lines"] = console.file.getvalue().count("\n")
+
+    out["graphs"] = len(rep.stages.dynamo.graphs)
+    out["fx_nodes"] = sum(len(g.graph.nodes) for g in rep.stages.dynamo.graphs)
+    out["aot_nodes"] = sum(len(x.nodes) for g in rep.stages.aot_autograd.graphs
+                           for x in (g.forward, g.backward, g.inference) if x is not None)
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(sys.argv[1])))

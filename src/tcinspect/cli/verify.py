@@ -1,0 +1,54 @@
+"""`tcinspect verify`: eager against compiled, outputs and gradients (the golden-model test)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from tcinspect.cli import app
+from tcinspect.cli import common as c
+from tcinspect.errors import ExitCode, UsageError
+from tcinspect.report import Report
+
+TolOpt = Optional[float]
+
+
+@app.command(epilog="Example: tcinspect verify sample_models/silu_pass.py --backend aot_eager "
+                    "--pass sample_models/silu_pass.py:rewrite_silu")
+def verify(
+    file: c.FileArg = None,
+    backend: c.BackendOpt = "inductor",
+    passes: c.PassOpt = None,
+    rtol: Annotated[TolOpt, typer.Option("--rtol", help="Relative tolerance for every tensor (default: by dtype).",
+                                         show_default=False, min=0)] = None,
+    atol: Annotated[TolOpt, typer.Option("--atol", help="Absolute tolerance for every tensor (default: by dtype).",
+                                         show_default=False, min=0)] = None,
+    fmt: c.FormatOpt = "table",
+    output: c.OutputOpt = None,
+    model: c.ModelOpt = "model",
+    inputs: c.InputsOpt = "example_inputs",
+    device: c.DeviceOpt = "",
+    mode: c.ModeOpt = "",
+    fullgraph: c.FullgraphOpt = False,
+    dynamic: c.DynamicOpt = "",
+    no_backward: c.NoBackwardOpt = False,
+    fresh: c.FreshOpt = False,
+    timeout: c.TimeoutOpt = None,
+    debug: c.DebugOpt = False,
+) -> None:
+    """Run the model eagerly and compiled on the same inputs; compare every output and gradient (exit 1 on a mismatch)."""
+    from tcinspect.render import extensions as render
+
+    fmt = c.check_format(fmt)
+    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes, verify=True, rtol=rtol, atol=atol)
+    rep = c.with_report(file, opts, model, inputs, fresh, None, debug=debug, timeout=timeout,
+                        show=lambda r: c.emit(_checked(r), fmt, output, lambda: render.verification(r)))
+    if rep.verification is not None and not rep.verification.ok:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _checked(rep: Report) -> Report:
+    if rep.verification is None:
+        raise UsageError("this report has no verify section", "run `tcinspect verify model.py` to compare eager and compiled")
+    return rep

@@ -1,0 +1,132 @@
+"""Report -> the `codegen --bench` view: every kernel's time on the roofline, the peaks, end to end.
+
+Pure: never prints, never imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect.report import KernelTiming, Peak, Report
+
+BAR_WIDTH = 8
+_PART = {"forward": "fwd", "backward": "bwd", "inference": "inf"}
+_PEAK_LABEL = {"memory_bandwidth": "memory bandwidth", "copy_bandwidth": "copy bandwidth"}
+_SORTED = {"time": "time", "peak": "% of roofline", "launch": "launch order"}
+_BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow"}
+
+
+def size(n: int) -> str:
+    """Bytes in binary units: 512 B, 16.0 KiB, 256.0 MiB."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def short_size(n: int) -> str:
+    """Bytes in 3 significant binary digits: 512B, 16K, 1.5M, 256M."""
+    value = float(n)
+    for unit in ("B", "K", "M", "G"):
+        if value < 1000 or unit == "G":
+            return f"{value:.0f}{unit}" if value >= 10 or unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{n}B"
+
+
+def bar(percent: float, width: int = BAR_WIDTH) -> str:
+    """A horizontal bar of ``percent`` (0-100, clipped) in eighths of a cell."""
+    eighths = round(max(0.0, min(percent, 100.0)) / 100 * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + ("" if part == 0 else "▏▎▍▌▋▊▉"[part - 1])
+    return text.ljust(width, "·")
+
+
+def _name(name: str, width: int = 30) -> str:
+    # keep the end: Inductor's names differ in their suffix (…_view_2 vs …_view_3)
+    return name if len(name) <= width else name[: width - 16] + "…" + name[-15:]
+
+
+def peak_lines(peaks: Sequence[Peak], overhead_us: float = 0.0) -> Table:
+    t = Table(show_header=False, box=None, padding=(0, 2))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(justify="right", no_wrap=True)
+    t.add_column(style="dim")
+    for p in peaks:
+        label = f"compute ({p.dtype})" if p.kind == "compute" else _PEAK_LABEL.get(p.kind, p.kind)
+        t.add_row(label, f"{p.value:,.1f} {p.unit}", p.source)
+    if overhead_us:
+        t.add_row("timing overhead", f"{overhead_us:.1f} µs", "what timing one launch with CUDA events adds "
+                  "(a 1-element kernel alone vs back to back), subtracted from every time below")
+    return t
+
+
+def kernel_table(rows: Sequence[tuple[int, KernelTiming]], title: str) -> Table:
+    flops = any(k.flops for _, k in rows)
+    t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+              collapse_padding=True)
+    for name, justify in (("#", "right"), ("kernel", "left"), ("graph", "left"), ("µs", "right"),
+                          ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right")) + \
+            ((("TFLOP/s", "right"),) if flops else ()) + (("% of roofline", "left"), ("bound", "left")):
+        t.add_column(name, justify=justify, no_wrap=True, style={"#": "dim", "kernel": "cyan", "graph": "dim"}.get(name))
+    for n, k in rows:
+        graph = f"{k.compile_id} {_PART.get(k.part, k.part)}".strip()
+        if k.median_us <= 0:
+            cells = [str(n), _name(k.name), graph, "–", "", "", ""] + ([""] if flops else [])
+            t.add_row(*cells, Text("not timed", style="dim"), "")
+            continue
+        roof = Text(bar(k.pct_of_roofline), style=_BOUND_STYLE.get(k.bound, ""))
+        roof.append(f" {k.pct_of_roofline:5.1f}%")
+        cells = [str(n), _name(k.name), graph, f"{k.median_us:,.1f}", f"{k.share:.1f}%",
+                 f"{short_size(k.bytes_read)}/{short_size(k.bytes_written)}", f"{k.gb_per_s:,.0f}"]
+        if flops:
+            cells.append(f"{k.tflop_per_s:.2f}" if k.flops else "")
+        t.add_row(*cells, roof, Text(k.bound, style=_BOUND_STYLE.get(k.bound, "")))
+    return t
+
+
+def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "time") -> RenderableType:
+    """The bench table for ``rows`` (launch number, timing) as sorted by the caller."""
+    b = rep.bench
+    if b is None:
+        return Text("this report has no kernel benchmark", style="dim")
+    timed = [k for k in b.kernels if k.median_us > 0]
+    parts: list[RenderableType] = [
+        Text(f"Kernel benchmark · {b.device_name} · torch {rep.torch_version} · {len(timed)} of {len(b.kernels)} "
+             f"launches timed", style="bold"),
+        Text(f"  {b.method}", style="dim"),
+        peak_lines(b.peaks, b.launch_overhead_us),
+        Text(""),
+        kernel_table(rows, f"kernels by {_SORTED.get(sort, sort)} · % of roofline = achieved ÷ "
+                           "min(compute peak, arithmetic intensity × memory bandwidth)"),
+    ]
+    line = Text("  kernel time ", style="bold")
+    line.append(f"{b.total_us:,.1f} µs summed over {len(timed)} launches")
+    bounds = {}
+    for k in timed:
+        bounds[k.bound] = bounds.get(k.bound, 0.0) + k.share
+    if bounds:
+        line.append("  (" + ", ".join(f"{bound or '?'}-bound {share:.0f}%" for bound, share in
+                                      sorted(bounds.items(), key=lambda x: -x[1])) + " of it)", style="dim")
+    parts.append(line)
+    for e in b.end_to_end:
+        row = Text(f"  end to end, {e.what}: ", style="bold")
+        row.append(f"eager {e.eager_ms:.3f} ms → compiled {e.compiled_ms:.3f} ms per call, ")
+        row.append(f"{e.speedup:.2f}× speedup", style="bold green" if e.speedup >= 1 else "bold red")
+        row.append(f"  (median of {e.runs} synchronised calls)", style="dim")
+        parts.append(row)
+    untimed = [(n, k) for n, k in rows if k.median_us <= 0]
+    for n, k in untimed[:8]:
+        parts.append(Text(f"  #{n} {k.name}: {k.note}", style="dim"))
+    if len(untimed) > 8:
+        parts.append(Text(f"  … and {len(untimed) - 8} more not timed (--format yaml lists them)", style="dim"))
+    for note in b.notes:
+        parts.append(Text(f"  note: {note}", style="dim"))
+    return Group(*parts)

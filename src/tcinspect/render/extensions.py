@@ -1,0 +1,152 @@
+"""Views of what the user brought to the compile: passes, user Triton kernels, custom ops, verify, export.
+
+Pure functions of the report (no torch, no printing).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect.report import ExportRun, Report, TensorCheck
+
+_CHANGE_STYLE = {"removed": "red", "added": "green", "replaced": "yellow", "changed": "yellow"}
+
+
+def passes(rep: Report) -> RenderableType:
+    """Each pass on each ATen graph: node counts, lint, and the nodes it removed/added/replaced."""
+    parts: list[RenderableType] = [Text("Graph passes (before Inductor)", style="bold magenta")]
+    for p in rep.passes:
+        verdict = Text("lint ok", style="green") if p.lint == "ok" and not p.error else Text(
+            p.error or f"lint failed: {p.lint}", style="bold red")
+        head = Text.assemble((f"{p.name}", "cyan"), f" on {p.graph} {p.compile_id} · nodes {p.nodes_before} → "
+                             f"{p.nodes_after} · {len(p.changes)} changes · ", verdict)
+        parts.append(head)
+        if p.changes:
+            t = Table(header_style="bold", show_edge=False)
+            t.add_column("change")
+            t.add_column("before", overflow="fold")
+            t.add_column("after", overflow="fold")
+            for c in p.changes:
+                t.add_row(Text(c.change, style=_CHANGE_STYLE.get(c.change, "")), c.before, c.after)
+            parts.append(t)
+    return Group(*parts)
+
+
+def user_kernels(rep: Report, code: bool = False) -> RenderableType:
+    """User Triton kernels the AOT graphs call, and whether each custom op is transparent or opaque."""
+    st = rep.stages.aot_autograd
+    parts: list[RenderableType] = []
+    if st.user_kernels:
+        t = Table(title="User Triton kernels", title_justify="left", header_style="bold")
+        for col in ("graph", "node", "kernel", "grid", "tensor args", "mutates", "constants"):
+            t.add_column(col, overflow="fold")
+        for k in st.user_kernels:
+            name = k.name or f"kernel_idx {k.kernel_idx}"
+            t.add_row(f"{k.graph} {k.compile_id}", k.node, Text(name, style="cyan"), k.grid, ", ".join(k.tensor_args),
+                      ", ".join(k.mutated), k.constant_args)
+        parts.append(t)
+        if code:
+            from tcinspect.render.table import code_panel
+
+            seen = set()
+            for k in st.user_kernels:
+                if k.source and k.name not in seen:
+                    seen.add(k.name)
+                    parts.append(code_panel(k.source, f"{k.name} (user Triton kernel)"))
+    if st.custom_ops:
+        t = Table(title="Custom ops", title_justify="left", header_style="bold")
+        t.add_column("op", style="cyan")
+        t.add_column("to the compiler")
+        t.add_column("why", overflow="fold")
+        for op in st.custom_ops:
+            t.add_row(op.name, Text(op.visibility, style="green" if op.visibility == "transparent" else "yellow"),
+                      op.detail)
+        parts.append(t)
+    return Group(*parts)
+
+
+def _err(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def tensor_table(checks: Sequence[TensorCheck], title: str) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for col, just in (("tensor", "left"), ("dtype", "left"), ("shape", "left"), ("max abs err", "right"),
+                      ("max rel err", "right"), ("rtol / atol", "right"), ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for c in checks:
+        verdict = Text("ok", style="green") if c.ok else Text(f"MISMATCH {c.message}", style="bold red")
+        t.add_row(c.name, c.dtype, "[" + ", ".join(str(s) for s in c.shape) + "]", _err(c.max_abs_error),
+                  _err(c.max_rel_error), f"{c.rtol:g} / {c.atol:g}", verdict)
+    return t
+
+
+def verification(rep: Report) -> RenderableType:
+    """`tcinspect verify`: every output and gradient, eager against compiled."""
+    v = rep.verification
+    backend = rep.options.backend + "".join(f" --pass {p}" for p in rep.options.passes)
+    if v is None:
+        return Text("verify: no comparison in this report (run `tcinspect verify FILE`)", style="yellow")
+    head = Text.assemble(("verify  ", "bold magenta"), f"eager vs torch.compile(backend={backend}) · ",
+                         ("PASS", "bold green") if v.ok else ("FAIL", "bold red"))
+    parts: list[RenderableType] = [head]
+    if v.error:
+        parts.append(Text(v.error, style="red"))
+    if v.tensors:
+        bad = sum(1 for c in v.tensors if not c.ok)
+        parts.append(tensor_table(v.tensors, f"{len(v.tensors)} tensors compared, {bad} mismatched"))
+    return Group(*parts)
+
+
+def _export_head(e: ExportRun) -> Text:
+    verdict = ("ok", "bold green") if e.ok else ("FAILED", "bold red")
+    text = Text.assemble((f"torch.export {e.mode}  ", "bold magenta"), verdict)
+    if e.dynamic_shapes:
+        text.append(f"  dynamic: {e.dynamic_shapes}", style="dim")
+    return text
+
+
+def exports(rep: Report, graphs: bool = True) -> RenderableType:
+    """`tcinspect export`: the matrix, then per mode the failure or the graph and its signature."""
+    from tcinspect.render.table import node_table
+
+    matrix = Table(title="torch.export", title_justify="left", header_style="bold")
+    matrix.add_column("mode")
+    matrix.add_column("result")
+    matrix.add_column("nodes", justify="right")
+    matrix.add_column("AOTInductor")
+    matrix.add_column("where / why", overflow="fold")
+    for e in rep.exports:
+        aoti = "" if e.aoti is None else ("ok (max abs err " + _err(e.aoti.max_abs_error) + ")" if e.aoti.ok
+                                          else f"FAILED: {e.aoti.error}")
+        where = ""
+        if e.user_frame is not None:
+            where = f"{e.user_frame.file.rsplit('/', 1)[-1]}:{e.user_frame.line}"
+            where += f"  {e.user_frame.code}" if e.user_frame.code else ""
+        matrix.add_row(e.mode, Text("ok", style="green") if e.ok else Text("failed", style="bold red"),
+                       str(len(e.graph.nodes)) if e.graph else "", aoti,
+                       (e.error + ("\n" + where if where else "")) if not e.ok else "")
+    parts: list[RenderableType] = [matrix]
+    if graphs:
+        for e in rep.exports:
+            if not e.ok or e.graph is None:
+                continue
+            parts.append(Text(""))
+            parts.append(_export_head(e))
+            if e.signature is not None:
+                s = e.signature
+                sig = Table(title="graph signature", title_justify="left", header_style="bold", show_header=False)
+                sig.add_column("kind", style="bold")
+                sig.add_column("names", overflow="fold")
+                for label, names in (("user inputs", s.user_inputs), ("parameters", s.parameters),
+                                     ("buffers", s.buffers), ("constants", s.constants),
+                                     ("outputs", s.user_outputs)):
+                    if names:
+                        sig.add_row(label, ", ".join(names))
+                parts.append(sig)
+            parts.append(node_table(e.graph, f"exported graph ({e.mode}) · {e.graph.op_count} ops"))
+    return Group(*parts)

@@ -1,0 +1,154 @@
+"""A distributed report -> the per-rank table, the divergence section and DDPOptimizer's splits.
+
+Pure: never prints, never imports torch. Each function falls back to the single-process view when
+the report has no ``ranks``, so a command can call it either way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Optional, Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tcinspect import distributed
+from tcinspect.render import table as single
+from tcinspect.report import OK, DdpSplit, Report
+
+_STATUS_STYLE = {OK: "green", "failed": "bold red", "error": "bold red", "crashed": "bold red",
+                 "timed_out": "bold red", "stopped": "yellow", "missing": "bold red"}
+_COLUMNS = (("graphs", "graphs"), ("graph_breaks", "breaks"), ("recompiles", "recompiles"), ("guards", "guards"),
+            ("kernels", "kernels"), ("ddp_buckets", "DDP buckets"))
+
+
+def ranks_table(rep: Report) -> Table:
+    """One row per rank: how it ended and its counts; a count that differs from most ranks' is marked."""
+    rows = distributed.rank_values(rep)
+    # the DDP column only where DDPOptimizer split a graph
+    columns = [(k, label) for k, label in _COLUMNS if k != "ddp_buckets" or any(v[k] for _, v in rows)]
+    usual = {key: Counter(v[key] for _, v in rows).most_common(1)[0][0] for key, _ in columns} if rows else {}
+    t = Table(title=f"Ranks · {len(rows)} (torchrun)", title_justify="left", header_style="bold")
+    t.add_column("rank", justify="right")
+    t.add_column("status")
+    for _, label in columns:
+        t.add_column(label, justify="right")
+    t.add_column("compile", justify="right", style="dim")
+    t.add_column("note")
+    for r, values in rows:
+        cells = [Text(str(values[key]), style="" if values[key] == usual[key] else "bold yellow") for key, _ in columns]
+        note = distributed.outcome(r)
+        t.add_row(str(r.rank), Text(r.status, style=_STATUS_STYLE.get(r.status, "")), *cells,
+                  f"{values['compile_time_s']:.2f} s", Text(note, style="red" if r.status != OK else "dim"))
+    return t
+
+
+def divergence(rep: Report) -> RenderableType:
+    """Where ranks differ, first compile first; or a line saying they agree."""
+    divs = distributed.divergences(rep.ranks)
+    if not divs:
+        return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
+                    "recompiles, kernels and DDP splits", style="bold green")
+    first = distributed.first_compile(divs)
+    head = Text("Divergence: ", style="bold red")
+    ended = any(not d.compile_id for d in divs)
+    if first:
+        aspects = ", ".join(d.aspect for d in divs if d.compile_id == first)
+        head.append(("ranks ended differently, and " if ended else "ranks ") +
+                    f"differ first at compile {first} ({aspects})", style="bold")
+    else:
+        head.append("ranks ended differently", style="bold")
+    t = Table(header_style="bold", show_lines=True)
+    t.add_column("compile")
+    t.add_column("what")
+    t.add_column("ranks", style="cyan")
+    t.add_column("had")
+    for d in divs:
+        style = "bold" if d.compile_id == first and first else ""
+        for i, g in enumerate(d.groups):
+            t.add_row(Text(d.compile_id or "run", style=style) if i == 0 else "", d.aspect if i == 0 else "",
+                      distributed.ranks_text(g.ranks), g.value)
+    return Group(head, t)
+
+
+def ddp_split(split: DdpSplit, code: bool = False) -> RenderableType:
+    """One DDPOptimizer split: its children in forward order, each with its bucket's parameters."""
+    n = len(split.children)
+    t = Table(title=f"optimize_ddp_split_graph {split.compile_id} · DDPOptimizer split the Dynamo graph into {n} "
+                    f"submodules at DDP bucket boundaries", title_justify="left", header_style="bold")
+    t.add_column("#", justify="right", style="dim")
+    t.add_column("submodule", style="cyan")
+    t.add_column("bucket", justify="right")
+    t.add_column("ops", justify="right")
+    t.add_column("parameters (the bucket)")
+    t.add_column("size", justify="right")
+    t.add_column("user lines", style="dim")
+    for i, c in enumerate(split.children):
+        graph = c.graph
+        lines = sorted({n.source.short() for n in graph.nodes if n.source is not None}) if graph else []
+        t.add_row(str(i), c.name, str(c.bucket), str(graph.op_count if graph else ""), ", ".join(c.parameters) or "-",
+                  _size(c.parameter_bytes), ", ".join(lines))
+    parts: list[RenderableType] = [t]
+    order = " → ".join(c.name for c in split.children)
+    last = split.children[-1].name if split.children else ""
+    parts.append(Text(f"  forward: {order} · in backward DDP all-reduces bucket 0 ({last}) first", style="dim"))
+    if code:
+        parts.append(single.code_panel(split.graph.code, f"optimize_ddp_split_graph {split.compile_id}"))
+        for c in split.children:
+            if c.graph is not None:
+                parts.append(single.code_panel(c.graph.code, f"optimize_ddp_split_child {c.name} (bucket {c.bucket})"))
+    return Group(*parts)
+
+
+def _size(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B" if n else ""
+
+
+def ddp_splits(rep: Report, code: bool = False) -> RenderableType:
+    """Rank 0's DDP splits (the divergence section says when another rank's differ)."""
+    source = next((r for r in rep.ranks if r.ddp_splits), None)
+    if source is None:
+        return Text("DDP graph splits: none (no DDP module, or each graph fit in one bucket)", style="dim")
+    parts: list[RenderableType] = [Text(f"DDP graph splits · rank {source.rank}", style="bold magenta")]
+    parts += [ddp_split(s, code) for s in source.ddp_splits]
+    return Group(*parts)
+
+
+def overview(rep: Report, code: bool = False) -> RenderableType:
+    """The per-rank table, the divergence section and the DDP splits (when DDPOptimizer split a graph)."""
+    parts: list[RenderableType] = [ranks_table(rep), Text(""), divergence(rep)]
+    if any(r.ddp_splits for r in rep.ranks):
+        parts += [Text(""), ddp_splits(rep, code)]
+    return Group(*parts)
+
+
+def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False,
+          limit: Optional[int] = single.ROW_LIMIT) -> RenderableType:
+    """`trace`: the overview, then rank 0's stages (every rank's are in YAML/JSON)."""
+    if not rep.ranks:
+        return single.trace(rep, stages, code, limit)
+    return Group(single.header(rep), Text(""), overview(rep, code), Text(""),
+                 Text("Rank 0's stages follow; every rank's are under `ranks` in YAML/JSON.", style="dim"),
+                 single.trace(rep, stages, code, limit))
+
+
+def per_rank(rep: Report, view: Callable[[Report], RenderableType], key: Callable[[Report], Any]) -> RenderableType:
+    """The overview, then ``view`` once per group of ranks whose ``key`` is the same."""
+    if not rep.ranks:
+        return view(rep)
+    groups: dict[Any, list[int]] = {}
+    reports = {r.rank: distributed.rank_report(rep, r) for r in rep.ranks}
+    for rank, r in reports.items():
+        groups.setdefault(key(r), []).append(rank)
+    parts: list[RenderableType] = [overview(rep), Text("")]
+    for ranks in groups.values():
+        same = " (the same on each)" if len(ranks) > 1 else ""
+        parts.append(Text(f"── {distributed.ranks_text(ranks)}{same} ──", style="bold cyan"))
+        parts.append(view(reports[ranks[0]]))
+        parts.append(Text(""))
+    return Group(*parts)
