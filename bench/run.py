@@ -7,8 +7,8 @@ for peak RSS. Comparisons are interleaved (A B A B ..., or A B C D E A B C D E .
 tools are compared with tcinspect) so that every side sees the same machine noise, and each is
 summarised by the median, min and max over N runs.
 
-    python bench/run.py                     # everything (about 45 min on 2 CPU cores)
-    python bench/run.py --quick             # N=3, warm only, tiny model, small scaling (about 5 min)
+    python bench/run.py                     # everything (47 min on 2 CPU cores)
+    python bench/run.py --quick             # N=3, warm only, tiny model, small scaling (about 7 min)
     python bench/run.py --model sample_models/gelu_linear.py --json /tmp/bench.json
 
 The peers (tlparse, depyf) are an optional extra: pip install -e '.[bench]'.
@@ -505,6 +505,20 @@ class Bench:
         self.interleave(Row("breaks vs trace (warm)", _rel(model), "tcinspect breaks", "tcinspect trace",
                             target=("ratio", 0.3)), runs, make_a, make_b)
 
+    def isolation_overhead(self, model: Path, runs: int) -> None:
+        """What --timeout costs: the capture in a child process (as `check` does by default) vs in-process."""
+        self.log(f"\n== trace --timeout (isolated child) vs trace (in-process), warm Inductor cache  ({_rel(model)})")
+        shared = getattr(self, "warm_dir", None) or self.dirs.new("inductor-warm")
+
+        def make_a():
+            return [*TCINSPECT, "trace", str(model), "--timeout", "600"], self.tc_env(shared), _noop, (0,)
+
+        def make_b():
+            return [*TCINSPECT, "trace", str(model)], self.tc_env(shared), _noop, (0,)
+
+        self.interleave(Row("isolation: trace --timeout vs trace (warm)", _rel(model), "tcinspect trace --timeout 600",
+                            "tcinspect trace"), runs, make_a, make_b)
+
     def breaks_vs_cold_trace(self, model: Path, runs: int) -> None:
         """breaks (Dynamo only: no Inductor cache involved) against a cold trace of the same model."""
         self.log(f"\n== breaks vs trace, trace on an empty Inductor cache each run  ({_rel(model)})")
@@ -839,6 +853,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                    help="torch.compile backend for the scaling models (default aot_eager: Inductor's compile "
                         "time at 10,000 nodes would swamp what is measured)")
     p.add_argument("--skip-scaling", action="store_true", help="skip the scaling series")
+    p.add_argument("--scaling-only", action="store_true", help="run only the scaling series")
+    p.add_argument("--isolation-only", action="store_true",
+                   help="run only the isolation row (trace --timeout vs trace, first model); implies --skip-scaling")
     p.add_argument("--large-report", type=int, default=10000, metavar="NODES",
                    help="also time reading a synthetic report of this many FX nodes (0: skip)")
     p.add_argument("--quick", action="store_true",
@@ -851,6 +868,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         args.skip_cold = True
         args.runs = args.runs or 3
     args.runs = args.runs or 5
+    if args.isolation_only:
+        args.skip_scaling, args.large_report, args.large_nodes = True, 0, 0
     args.large_nodes = args.large_nodes if args.large_nodes is not None else (0 if args.quick else 1000)
     args.scaling_sizes = args.scaling_sizes or ([100, 1000] if args.quick else [100, 1000, 10000])
     args.scaling_graphs = args.scaling_graphs or ([1, 10] if args.quick else [1, 10, 50])
@@ -883,12 +902,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         commands = bench.cli_commands()
         print(f"tcinspect commands: {', '.join(sorted(commands)) or '(none found)'}", flush=True)
-        bench.startup(args.runs)
+        if args.scaling_only:
+            models, args.large_report = [], 0
+        else:
+            bench.startup(args.runs)
         for i, model in enumerate(models):
             generated = model.parent == dirs.root
             bench.warm_dir = None
-            bench.trace_vs_peers(model, args.runs, cold=False)
+            if args.isolation_only and (generated or i > 0):
+                continue
+            if not args.isolation_only:
+                bench.trace_vs_peers(model, args.runs, cold=False)
             if not generated:
+                if i == 0:
+                    bench.isolation_overhead(model, args.runs)
+                if args.isolation_only:
+                    continue
                 if "breaks" in commands:
                     bench.breaks_vs_trace(model, args.runs)
                 else:
@@ -896,7 +925,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 bench.saved_report(model, args.runs, commands)
                 if "codegen" not in commands:
                     skipped.append(f"codegen REPORT ({_rel(model)}): no `codegen` command")
-            if not args.skip_cold and (not generated or args.cold_large):
+            if not args.skip_cold and not args.isolation_only and (not generated or args.cold_large):
                 bench.trace_vs_peers(model, args.cold_runs, cold=True)
                 if i == 0 and "breaks" in commands:  # the first model only: a cold trace is the slow part
                     bench.breaks_vs_cold_trace(model, args.cold_runs)

@@ -121,3 +121,28 @@ def test_reading_a_report_does_not_import_torch(tmp_path):
     code = ("import sys; from tcinspect import serialize; r = serialize.load(sys.argv[1]); "
             "from tcinspect.render import table; table.trace(r); sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code, str(p)]).returncode == 0
+
+
+def test_yaml_writer_reads_back_exactly_with_pyyaml():
+    """The report's own YAML writer: any string (quotes, colons, YAML keywords, control and non-printable
+    characters, line breaks YAML folds, code blocks) reads back unchanged with PyYAML's loader."""
+    import yaml
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tcinspect.serialize import dump_data
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    scalars = st.one_of(st.text(max_size=30), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none(),
+                        st.sampled_from(["no", "null", "~", "y", "1e5", "0x1f", "- a", "a: b", "def f():\n    pass\n",
+                                         "a\n\n", "\x85\u2028", "tail \nline"]))
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                          max_leaves=20)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(values)
+    def check(value):
+        data = {"value": value}
+        assert yaml.load(dump_data(data, "yaml"), Loader=loader) == data
+
+    check()

@@ -16,9 +16,10 @@ from tcinspect.errors import UsageError
 from tcinspect.report import Options, Report
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok · 1 a check failed · 2 bad input (usage, model file, inputs, saved report, "
-    "a model that raises) · 3 a compiler stage failed (the partial report is still shown) · 4 the capture "
-    "crashed or ran past --timeout · 70 internal error."
+    "Exit codes: 0 ok · 1 a check failed (check, verify mismatch, export failure, ranks diverged) · 2 bad input "
+    "(usage, model file, inputs, saved report, a model that raises, a --backend/--pass target that fails) · 3 a "
+    "compiler stage failed (the partial report is still shown) · 4 the capture (or a rank) crashed or ran past "
+    "--timeout · 70 internal error."
 )
 
 FileArg = Annotated[Optional[str], typer.Argument(
