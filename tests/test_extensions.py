@@ -55,7 +55,9 @@ def test_a_plain_triton_call_traced_by_dynamo_is_transparent():
 
     stages, _ = build(read_jsonl(DATA / "gpu-trace-torch2.11-h200.jsonl.gz"))
     kernels = stages.aot_autograd.user_kernels
-    assert kernels and {k.graph for k in kernels} == {"forward"} and kernels[0].name == ""  # no live side table
+    # no live side table (a recorded trace): named by the kernels Inductor's wrapper launched
+    assert kernels and {k.graph for k in kernels} == {"forward"} and kernels[0].name == "relu_kernel"
+    assert "def relu_kernel" in kernels[0].source
     assert kernels[0].mutated == ("output_ptr",) and kernels[0].grid == "[(8, 1, 1)]"
     assert any("Dynamo traced" in op.detail and op.visibility == "transparent" for op in stages.aot_autograd.custom_ops)
 
@@ -280,3 +282,14 @@ def test_an_aoti_crash_is_that_modes_failure_not_tcinspects(capsys):
     assert code == 1 and run["ok"] is True  # the export itself worked
     assert run["aoti"]["ok"] is False and "AOTInductor crashed its process (killed by SIGABRT)" in run["aoti"]["error"]
     assert "aoti_crash.py:8" in run["aoti"]["error"] or "<module>" in run["aoti"]["error"]
+
+
+def test_a_side_table_from_another_process_cannot_mislabel_a_user_kernel():
+    """kernel_idx values of a cached graph index the table of the process that filled the cache."""
+    from tcinspect.recording.assemble import build
+    from tcinspect.recording.events import read_jsonl
+
+    stages, _ = build(read_jsonl(DATA / "gpu-trace-triton-op.jsonl.gz"),
+                      side_table=({0: ("some_other_kernel", "def some_other_kernel(): ...")}, {}))
+    (k,) = stages.aot_autograd.user_kernels
+    assert k.name == "silu_kernel" and "some_other_kernel" not in k.source

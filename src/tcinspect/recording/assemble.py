@@ -254,6 +254,37 @@ def _custom_ops(dynamo_graphs: list[DynamoGraph], aot_graphs: list[AotGraphs],
     return tuple(ops)
 
 
+def _checked_names(kernels: list[UserKernel], outputs: list[OutputCode],
+                   metrics: list[CompileMetrics]) -> list[UserKernel]:
+    """User kernels named by what Inductor launched where the side table cannot be trusted.
+
+    The side table is this process's: a graph that came from the AOTAutograd cache (or a recorded
+    trace) holds kernel_idx values of the process that filled the cache, which may name nothing here,
+    or another kernel. Inductor's wrapper names each user kernel it launches (``relu_kernel_0`` for
+    ``relu_kernel``), in the graph's order; those names win when the two disagree.
+    """
+    from_cache = {m.compile_id for m in metrics if m.aot_autograd_cache == "hit"}
+    launched: dict[tuple[str, str], list] = {}
+    for o in outputs:
+        launched.setdefault((o.compile_id, o.part), []).extend(k for k in o.kernels if k.kind == "user_triton")
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for k in kernels:
+        key = (k.compile_id, k.graph)
+        i = seen.get(key, 0)
+        seen[key] = i + 1
+        ran = launched.get(key, [])
+        if i < len(ran):
+            name = re.sub(r"_\d+$", "", ran[i].name)
+            if k.name != name or k.compile_id in from_cache:
+                k = replace(k, name=name, source=ran[i].source or (k.source if k.name == name else ""),
+                            constant_args=k.constant_args if k.name == name and k.compile_id not in from_cache else "")
+        elif k.compile_id in from_cache:
+            k = replace(k, name="", source="", constant_args="")  # an index into another process's table
+        out.append(k)
+    return out
+
+
 def build_passes(events: Iterable[Event]) -> tuple[PassRun, ...]:
     """What each --pass did to each ATen graph, from tcinspect's own trace artifacts."""
     runs = []
@@ -366,7 +397,7 @@ def build(
         dynamo=DynamoStage(status=d_status, error=d_err, graphs=tuple(dynamo_graphs), graph_breaks=tuple(breaks),
                            recompiles=tuple(recompiles)),
         aot_autograd=AotStage(status=a_status, error=a_err, graphs=tuple(aot_graphs),
-                              user_kernels=tuple(user_kernels),
+                              user_kernels=tuple(user_kernels := _checked_names(user_kernels, outputs, metrics)),
                               custom_ops=_custom_ops(dynamo_graphs, aot_graphs, user_kernels)),
         inductor=InductorStage(status=i_status, error=i_err, outputs=tuple(outputs)),
     )
