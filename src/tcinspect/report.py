@@ -287,6 +287,11 @@ class Options:
     bench: int = 0
 
 
+def options_from_json(data: dict) -> Options:
+    """Options back from JSON (an isolated child, a rank, AOTInductor's child): lists become tuples."""
+    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
 @dataclass(frozen=True)
 class Summary:
     """The headline counts. See the README for the definition of a graph break."""

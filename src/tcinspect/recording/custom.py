@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 from tcinspect.errors import UsageError
 from tcinspect.recording import _compat
 from tcinspect.recording.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT
+from tcinspect.recording.inductor import short_dtype
 
 #: Backends a pass can run under, and how.
 PASS_BACKENDS = ("inductor", "aot_eager")
@@ -89,17 +90,6 @@ def check_backend_name(name: str) -> None:
     if name not in _compat.registered_backends():
         raise UsageError(f"unknown backend '{name}' (registered: {', '.join(_compat.registered_backends(False))})",
                          "use a registered name, or give --backend module:callable / file.py:callable")
-
-
-_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
-          "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "complex64": "c64",
-          "complex128": "c128"}
-
-
-def short_dtype(dtype: Any) -> str:
-    """torch.float32 -> "f32", as PyTorch's graph printouts write it."""
-    name = str(dtype).replace("torch.", "")
-    return _SHORT.get(name, name)
 
 
 def describe_input(value: Any) -> str:

@@ -27,6 +27,7 @@ from tcinspect.report import (
     SourceLocation,
     Stages,
     Target,
+    options_from_json,
 )
 
 MODES = ("strict", "non-strict")
@@ -179,7 +180,7 @@ def _aoti_child(request_path: str) -> int:
     from tcinspect.recording.engine import _move
 
     req = json.loads(Path(request_path).read_text())
-    options = Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in req["options"].items()})
+    options = options_from_json(req["options"])
     src = modelfile.read(req["path"], req["model_name"])
     sys.path.insert(0, str(src.path.resolve().parent))
     loaded = modelfile.load(src, req["model_name"], req["inputs_name"], options.device)

@@ -254,7 +254,13 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
 _ALLOC = re.compile(r"^(?P<buf>buf\d+)\s*=\s*empty_strided_\w+\(\((?P<shape>[^)]*)\),\s*\((?P<stride>[^)]*)\),\s*torch\.(?P<dtype>\w+)")
 _REUSE = re.compile(r"^(?P<new>buf\d+)\s*=\s*(?P<old>buf\d+);\s*del\s+buf\d+\s*#\s*reuse")
 _DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
-           "int8": "i8", "uint8": "u8", "bool": "b8"}
+           "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128"}
+
+
+def short_dtype(dtype: object) -> str:
+    """torch.float32 (or "float32") -> "f32", as PyTorch's graph printouts write it."""
+    name = str(dtype).replace("torch.", "")
+    return _DTYPES.get(name, name)
 
 
 def _track_allocation(line: str, allocs: dict[str, str]) -> None:
@@ -262,7 +268,7 @@ def _track_allocation(line: str, allocs: dict[str, str]) -> None:
     m = _ALLOC.match(line)
     if m:
         dims = ", ".join(d.strip() for d in m["shape"].split(",") if d.strip())
-        allocs[m["buf"]] = f"{_DTYPES.get(m['dtype'], m['dtype'])}[{dims}]"
+        allocs[m["buf"]] = f"{short_dtype(m['dtype'])}[{dims}]"
         return
     r = _REUSE.match(line)
     if r and r["old"] in allocs:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from tcinspect import errors, serialize
-from tcinspect.report import Options, Report, Target
+from tcinspect.report import Options, Report, Target, options_from_json
 
 
 def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: Options, fresh: bool,
@@ -83,9 +83,6 @@ def _signal_name(code: Optional[int]) -> str:
     return f"exit status {code}"
 
 
-def _options(data: dict) -> Options:
-    """Options back from JSON: lists become the tuples the frozen model holds (hashable, comparable)."""
-    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
@@ -116,7 +113,7 @@ def _child(request_path: str) -> int:
 
     try:
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
-                           options=_options(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
+                           options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
                            quiet=req["quiet"])
         payload = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:

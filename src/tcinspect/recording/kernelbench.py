@@ -477,13 +477,10 @@ def check(options: Options, *, script: bool = False, device: str = "") -> None:
         raise UsageError(f"--bench times CUDA kernels, but the model runs on '{where}'", "pass --device cuda")
 
 
-_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
-           "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8"}
-
-
 def _dtype_name(dtype: Any) -> str:
-    text = str(dtype).replace("torch.", "")
-    return _DTYPES.get(text, text)
+    from tcinspect.recording.inductor import short_dtype
+
+    return short_dtype(dtype)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from tcinspect import errors, serialize
 from tcinspect.distributed import RANKS_DIR_ENV, REQUEST, RankFiles
-from tcinspect.report import Options
+from tcinspect.report import options_from_json
 
 _KEEP_OPEN: list[TextIO] = []  # faulthandler writes to these until the process ends
 
@@ -46,7 +46,7 @@ def main() -> int:
     try:
         _use_own_gpu(req["device"])
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
-                           options=_options(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
+                           options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
                            quiet=req["quiet"])
         payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
         code = 0 if rep.ok else 1
@@ -71,9 +71,6 @@ def _redirect_output(log: Path) -> None:
     os.close(fd)
 
 
-def _options(data: dict[str, Any]) -> Options:
-    # JSON has no tuples: tuple-valued options come back as lists
-    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 def _use_own_gpu(device: str) -> None:
