@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, custom, modelfile, verify
+from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, verify
 from tcinspect.recording import breaks as breaks_mod
 from tcinspect.recording import kernelbench
 from tcinspect.recording import events as ev_mod
@@ -290,6 +290,7 @@ class _Run:
             # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
                      ("assemble_s", round(time.perf_counter() - start, 4))),
+            compile_time=compiletime.build(self.recorder.events, stages.dynamo.recompiles),
         )
 
 

@@ -17,7 +17,7 @@ from typing import Mapping, Optional, Sequence
 
 from tcinspect import views
 from tcinspect.render import svg
-from tcinspect.render.table import USER_GUARD_KINDS, guard_expression
+from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
 from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, OutputCode, Report
 
 #: Tables with more rows, and pictures with more nodes, start collapsed: a 10,000-node page must
@@ -161,7 +161,7 @@ class _Page:
     def summary(self) -> str:
         rep, s = self.rep, self.rep.summary
         backend = sum(c.backend_compile_time_s for c in rep.compiles)
-        inductor = sum(c.inductor_compile_time_s for c in rep.compiles)
+        inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
         stats = (
             ("graphs", s.graphs, "FX graphs Dynamo captured"),
             ("graph_breaks", s.graph_breaks, f"graph breaks · {s.distinct_graph_breaks} distinct"),
