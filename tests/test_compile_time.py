@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MODELS, SAMPLES, cli
+from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
 from tcinspect import compile_time as views
 from tcinspect import serialize
 from tcinspect.recording import compiletime
@@ -172,6 +173,19 @@ def test_html_timeline_is_inline_svg():
     page = html.render(_report(compiletime.build(synthetic())))
     assert 'id="compile-time"' in page and '<svg class="ct"' in page and "entire_frame_compile" in page
     assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
+
+
+@needs_browser
+def test_timeline_draws_in_the_browser(browser, tmp_path):
+    path = tmp_path / "ct.html"
+    path.write_text(html.render(_report(compiletime.build(synthetic()))), encoding="utf-8")
+    opened = Opened(browser, path)
+    opened.load_ms()
+    bars = opened.page.locator("#compile-time svg.ct rect")
+    assert bars.count() >= 6
+    box = opened.page.locator("#compile-time svg.ct").first.bounding_box()
+    assert box["width"] > 500 and box["height"] > 20
+    assert opened.errors == [] and opened.requests == [opened.url]
 
 
 # ----------------------------------------------------------------------------- real compiles

@@ -271,6 +271,7 @@ class _Run:
         failure = self.failure or assemble.failure_from_metrics(metrics, stages)
         if failure is not None and self.failure is None:
             stages, metrics = build(failure=failure)
+        compile_time = compiletime.build(self.recorder.events, stages.dynamo.recompiles)
         dynamo = stages.dynamo
         stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
             breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
@@ -290,7 +291,7 @@ class _Run:
             # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
                      ("assemble_s", round(time.perf_counter() - start, 4))),
-            compile_time=compiletime.build(self.recorder.events, stages.dynamo.recompiles),
+            compile_time=compile_time,
         )
 
 

@@ -57,11 +57,11 @@ def table(rep: Report) -> RenderableType:
     if doc["phases_s"]:
         parts.append(phases)
 
-    slow = Table(title="Slowest compiles", title_justify="left", box=None, padding=(0, 2))
+    slow = Table(title="Slowest compiles", title_justify="left", box=None, padding=(0, 1))
     for col in ("compile", "part", "function", "seconds", "where it went", "FX graph cache", "AOT cache"):
         slow.add_column(col, justify="right" if col == "seconds" else "left")
     for t in views.slowest(ct):
-        gs = sorted(views.groups(t).items(), key=lambda kv: -kv[1])[:3]
+        gs = sorted(views.groups(t).items(), key=lambda kv: -kv[1])[:2]
         slow.add_row(t.compile_id, t.part, t.function, f"{t.total_s:.3f}",
                      " · ".join(f"{_SHORT[g]} {s:.2f}" for g, s in gs),
                      _cache_text(t, "fx_graph"), _cache_text(t, "aot_autograd"))

@@ -72,7 +72,9 @@ def summary(rep: Report) -> RenderableType:
 def _stage_times(rep: Report) -> str:
     backend = sum(c.backend_compile_time_s for c in rep.compiles)
     inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
-    return f"backend {backend:.2f} s, inductor {inductor:.2f} s"
+    loaded = " (AOTAutograd cache hit)" if not inductor and any(
+        c.aot_autograd_cache == "hit" for c in rep.compiles) else ""
+    return f"backend {backend:.2f} s, inductor {inductor:.2f} s{loaded}"
 
 
 def backward_inductor_s(rep: Report) -> float:
