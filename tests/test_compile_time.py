@@ -280,6 +280,46 @@ def test_training_loop_forward_and_backward(training):
     assert {t.part for t in rep.compile_time.compiles} >= {"forward", "backward"}
 
 
+def test_restarts_are_attempts_in_the_tree(cache_dir):
+    """A graph break restarts Dynamo's analysis: every attempt is a span, and the time it threw away shows."""
+    import torch._dynamo.utils as dynamo_utils
+
+    from tcinspect.recording.engine import capture_file
+    from tcinspect.report import Options
+
+    dynamo_utils.clear_compilation_metrics()
+    rep = capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="aot_eager"), quiet=True)
+    records = dynamo_utils.get_compilation_metrics()
+    _agrees_with_torch(rep, records)
+    restarted = {m.compile_id: m for m in records if m.restart_reasons}
+    assert restarted
+    for t in rep.compile_time.compiles:
+        attempts = [c.name for c in t.root.children if c.name.startswith("compile_attempt_")]
+        if t.part == "forward" and t.compile_id in restarted:
+            m = restarted[t.compile_id]
+            assert attempts == ["compile_attempt_0", "compile_attempt_1"]
+            assert t.restarts == tuple(sorted(r.splitlines()[0] for r in m.restart_reasons))
+            assert t.before_restart_s == pytest.approx(m.dynamo_time_before_restart_s, abs=1e-6)
+        elif t.part == "forward":
+            assert attempts == ["compile_attempt_0"] and not t.restarts
+    assert {f.compile_id for f in rep.compile_time.findings if f.kind == "restart"} == set(restarted)
+
+
+def test_first_trace_record_of_a_process_reaches_the_recorder():
+    """torch's LazyTraceHandler removes itself while the first record is handled; the recorder still gets it."""
+    code = (
+        "import torch\n"
+        "from tcinspect.recording import _compat\n"
+        "from tcinspect.recording.engine import Recorder\n"
+        "rec = Recorder()\n"
+        "with _compat.trace_handler(rec):\n"
+        "    torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))\n"
+        "first = rec.events[0]\n"
+        "assert (first.name, first.meta.get('name'), first.meta.get('ph')) == ('chromium_event', 'dynamo', 'B'), first\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 def test_recorded_trace_gives_the_same_section(warm, tmp_path, monkeypatch):
     """A trace streamed to a file (an isolated child, a rank) reads back into the same section."""
     from tcinspect.recording.engine import EVENTS_FILE_ENV, capture_file

@@ -658,9 +658,10 @@ class CompileTiming:
     root: Optional[Phase] = None  # entire_frame_compile | entire_backward_compile
     #: spans of compile worker threads that overlapped it (kernels compiled in parallel): not in the sum
     workers: tuple[Phase, ...] = ()
-    #: Dynamo's restart_reasons: each restart threw away the attempt before it
+    #: Dynamo's restart_reasons (first lines): each restart threw away the attempt before it
     restarts: tuple[str, ...] = ()
     caches: tuple[CacheLookup, ...] = ()
+    before_restart_s: float = 0.0  # the time those attempts took (dynamo_time_before_restart_s)
 
 
 @dataclass(frozen=True)

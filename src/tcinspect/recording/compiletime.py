@@ -339,8 +339,10 @@ def build(events: Iterable[Event], recompiles: Sequence[Recompile] = ()) -> Opti
                 compile_id=cid, part=part, function=str(m.get("co_name") or ""),
                 start_s=round((tree.start - origin) / 1e6, 6), total_s=round(total or root.seconds, 6),
                 inductor_s=round(_num(m, "inductor_compile_time_s"), 6), root=root, workers=workers,
-                restarts=tuple(str(r) for r in restarts) if isinstance(restarts, (list, tuple)) else (),
-                caches=tuple(caches.get((cid, part), ())) if part != "runtime" else ()))
+                restarts=tuple(sorted(str(r).strip().splitlines()[0] for r in restarts if str(r).strip()))
+                if isinstance(restarts, (list, tuple)) else (),
+                caches=tuple(caches.get((cid, part), ())) if part != "runtime" else (),
+                before_restart_s=round(_num(m, "dynamo_time_before_restart_s"), 6) if restarts else 0.0))
     # a backward compile recorded only by its metrics (its spans were lost) still counts
     for cid, ms in backward_metrics.items():
         have = sum(1 for t in timings if t.compile_id == cid and t.part == "backward")
@@ -393,7 +395,7 @@ def findings(ct: CompileTime, recompiles: Sequence[Recompile] = ()) -> tuple[Com
                     _bypass_fix(c)))
         if t.restarts:
             out.append(CompileTimeFinding(
-                "restart", t.compile_id, 0.0,
+                "restart", t.compile_id, round(t.before_restart_s, 3),
                 f"Dynamo restarted its analysis of {t.compile_id} {len(t.restarts)} time(s): {'; '.join(t.restarts)}",
                 "each restart traces the frame again: fix the graph break that caused it (tcinspect breaks)"))
     groups: dict[str, float] = {}
