@@ -176,7 +176,7 @@ def test_html_timeline_is_inline_svg():
 
 
 @needs_browser
-def test_timeline_draws_in_the_browser(browser, tmp_path):
+def test_timeline_draws_in_the_browser(browser, tmp_path):  # noqa: F811
     path = tmp_path / "ct.html"
     path.write_text(html.render(_report(compiletime.build(synthetic()))), encoding="utf-8")
     opened = Opened(browser, path)
@@ -330,6 +330,25 @@ def test_recorded_trace_gives_the_same_section(warm, tmp_path, monkeypatch):
     assert rep.compile_time is not None and compiletime.build(read_jsonl(path)) == rep.compile_time
 
 
+@pytest.mark.distributed
+def test_perfetto_has_a_process_per_rank_of_a_real_distributed_run(tmp_path):
+    from conftest import run_cli
+
+    out, trace = tmp_path / "ddp.json", tmp_path / "perfetto.json"
+    proc = run_cli("trace", "sample_models/ddp_mlp.py", "--nproc", "2", "--backend", "aot_eager", "--stage", "summary",
+                   "-o", str(out), env={"TCINSPECT_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = serialize.load(out)
+    assert all(r.compile_time is not None and r.compile_time.compiles for r in rep.ranks)
+    proc = run_cli("compile-time", str(out), "--perfetto", str(trace), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    _nesting_ok(events)
+    assert {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"} == {0: "rank 0", 1: "rank 1"}
+    assert {e["pid"] for e in events if e["ph"] == "X"} == {0, 1}
+    assert [r["rank"] for r in json.loads(proc.stdout)["ranks"]] == [0, 1]
+
+
 def test_perfetto_file_of_a_real_compile(cold, tmp_path):
     rep, _ = cold
     data = json.loads(render.chrome_trace(rep))
@@ -393,6 +412,17 @@ def test_check_compile_time_budget_and_baseline_tolerance(capsys, saved, tmp_pat
     cli(capsys, "check", str(saved), "--baseline", str(plain), "--update")
     code, _, err = cli(capsys, "check", str(saved), "--baseline", str(plain), "--compile-time-tolerance", "50")
     assert code == 2 and "has no compile time" in err
+
+
+def test_config_compile_time_budget():
+    from tcinspect import checks
+    from tcinspect.errors import UsageError
+
+    limits = checks.parse_limits({"max_compile_time": 90, "max_graph_breaks": 0}, "pyproject.toml")
+    assert (limits.compile_time_s, limits.graph_breaks) == (90.0, 0) and limits.any()
+    assert checks.merged_limits(checks.Limits(), checks.Config(limits=limits), "m.py").compile_time_s == 90.0
+    with pytest.raises(UsageError, match="max_compile_time must be a number of seconds"):
+        checks.parse_limits({"max_compile_time": "fast"}, "pyproject.toml")
 
 
 def test_renderers_stay_torch_free():

@@ -68,4 +68,4 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
                pages={"html": lambda: html.render(rep)})
         return
     c.emit_document(distributed.document(rep, views.document), fmt, output,
-                    lambda: ranks.per_rank(rep, render.table, lambda r: None))
+                    lambda: ranks.per_rank(rep, render.table, id))
