@@ -91,6 +91,60 @@ def test_unmatched_spans_are_counted_not_placed():
     assert ct.unmatched_spans == 3  # the lone end, the span closed early, the one left open
 
 
+def test_cache_states_and_bypass_reasons_by_part():
+    bypass = json.dumps({"cache_state": "bypass", "cache_bypass_reason": "Unsupported post grad custom pass"})
+    evs = [
+        _span("B", "entire_frame_compile", 0),
+        Event("aotautograd_cache_bypass", 0, 0, payload=json.dumps({"cache_bypass_reason": "unsupported op x"})),
+        Event("fx_graph_cache_bypass", 0, 0, payload=bypass),
+        _span("E", "entire_frame_compile", 1_000_000),
+        _span("B", "entire_backward_compile", 2_000_000),
+        Event("fx_graph_cache_miss", 0, 0, payload="{}"),
+        _span("E", "entire_backward_compile", 2_500_000),
+        # a warm compile: an AOTAutograd hit loads the forward's and the backward's FX graph
+        _span("B", "entire_frame_compile", 3_000_000, (1, 0)),
+        _span("B", "AOTAutogradCache.inductor_load", 3_100_000, (1, 0)),
+        Event("fx_graph_cache_hit", 1, 0, payload="{}"),
+        Event("fx_graph_cache_hit", 1, 0, payload="{}"),
+        _span("E", "AOTAutogradCache.inductor_load", 3_200_000, (1, 0)),
+        Event("aotautograd_cache_hit", 1, 0, payload=json.dumps({"time_saved_ms": 1500})),
+        _span("E", "entire_frame_compile", 3_300_000, (1, 0)),
+    ]
+    ct = compiletime.build(evs)
+    seen = {(t.compile_id, t.part): [(c.cache, c.part, c.state, c.reason, c.saved_s) for c in t.caches]
+            for t in ct.compiles}
+    assert seen == {
+        ("0/0", "forward"): [("aot_autograd", "", "bypass", "unsupported op x", 0.0),
+                             ("fx_graph", "forward", "bypass", "Unsupported post grad custom pass", 0.0)],
+        ("0/0", "backward"): [("fx_graph", "backward", "miss", "", 0.0)],
+        ("1/0", "forward"): [("fx_graph", "forward", "hit", "", 0.0), ("fx_graph", "backward", "hit", "", 0.0),
+                             ("aot_autograd", "", "hit", "", 1.5)],
+    }
+    found = [(f.kind, f.compile_id) for f in ct.findings]
+    assert found.count(("cache_bypass", "0/0")) == 2
+    fix = next(f.fix for f in ct.findings if "custom pass" in f.message)
+    assert "uuid()" in fix
+    # the load of cached graphs is cache time
+    (load,) = [c for c in ct.compiles if c.compile_id == "1/0"][0].root.children
+    assert load.group == "cache"
+
+
+def test_a_report_without_spans_still_answers():
+    """An older report has no compile_time section: the command shows its compiles' totals."""
+    from tcinspect.report import CompileMetrics
+
+    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
+                 compiles=(CompileMetrics("0/0", "forward", entire_frame_compile_time_s=2.5),))
+    doc = views.document(rep)
+    assert (doc["total_s"], doc["phase_tree"], doc["compiles"][0]["phases_s"]) == (2.5, False, {"other": 2.5})
+    from rich.console import Console
+
+    console = Console(width=120, record=True)
+    console.print(render.table(rep))
+    assert "totals only" in console.export_text()
+    assert json.loads(render.chrome_trace(rep)) == {"traceEvents": [], "displayTimeUnit": "ms"}
+
+
 def test_every_group_name_is_known():
     assert set(render.COLOURS) == set(compiletime.GROUPS) == set(compiletime.GROUP_TITLES)
     assert compiletime.group_of("pass.post_grad_passes.remove_noop_ops") == "graph_passes"
