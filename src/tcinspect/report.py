@@ -203,6 +203,14 @@ class Kernel:
     #: Buffers the launch passes whose allocation the wrapper states: "buf0: f32[8, 32]".
     buffers: tuple[str, ...] = ()
     source: str = ""  # the kernel's code (Triton Python or C++)
+    #: "inductor": source_nodes are exactly what Inductor's provenance tracking states for this launch;
+    #: "inferred": read from the wrapper's comments and kernel names (Inductor stated nothing).
+    provenance: str = ""
+    provenance_key: str = ""  # Inductor's "name:debug handle" of this launch, where the wrapper states it
+    dynamo_nodes: tuple[str, ...] = ()  # nodes of Dynamo's (pre-grad) graph those post-grad nodes came from
+    modules: tuple[str, ...] = ()  # module paths (from nn_module_stack) of those nodes, e.g. transformer.h.0.attn
+    #: every frame of the stack traces Inductor gives for the kernel (user and library code), outermost first
+    frames: tuple[SourceLocation, ...] = ()
 
 
 @dataclass(frozen=True)

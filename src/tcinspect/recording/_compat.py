@@ -1,6 +1,6 @@
 """Every private torch access tcinspect makes, in one place, version by version.
 
-Supported: torch 2.11 (the GPU machines) to 2.14. Each function names what it touches and why.
+Supported: torch 2.11 (the GPU machines) to 2.15. Each function names what it touches and why.
 """
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import sys
 import tempfile
 import traceback
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
@@ -420,3 +422,133 @@ def gpu_sleep(cycles: int) -> None:
     reaches it: the CUDA events then time the kernel, not the Python that launched it.
     """
     torch.cuda._sleep(int(cycles))
+
+
+# ----------------------------------------------------------------------------- provenance tracking
+#
+# Inductor's provenance tracking (torch._inductor.config.trace.provenance_tracking_level, 2.11-2.15)
+# logs two artifacts after each graph's output code: ``inductor_provenance_tracking_node_mappings``
+# (kernel "name:handle" -> post-grad nodes as ``cppCodeToPost``, post-grad -> pre-grad nodes) and
+# ``inductor_provenance_tracking_kernel_stack_traces`` (kernel -> the stack traces of its nodes).
+# The wrapper writes "# [Provenance debug handles] name:handle" above each launch.
+#
+# Two gaps in 2.11-2.15, read from torch/_inductor/debug.py and compile_fx.py:
+# - the node mapping is built only while ``debug._pre_grad_graph_id`` is set, i.e. inside
+#   compile_fx's ``reset_provenance_globals()``; a backward graph compiled lazily (at the first
+#   ``.backward()``) gets ``{"version": 2.0}`` alone, though Inductor recorded the kernel -> node
+#   lists in ``debug._inductor_triton_kernel_to_post_grad_node_info`` all the same;
+# - outside that context the two module-level dicts are never reset, so each later backward's
+#   stack-trace artifact also carries the kernels of every earlier backward (keys can collide:
+#   "extern_kernels.mm:2" in two graphs).
+# provenance_snapshot() reads the live lists when the stack-trace artifact is logged and then
+# empties both dicts, so every graph's artifacts hold that graph's kernels only.
+
+_MODULE_PATH = re.compile(r"_modules\[['\"]([^'\"]+)['\"]\]|\[['\"]?([^'\"\]]+)['\"]?\]")
+
+
+@contextlib.contextmanager
+def provenance_tracking() -> Iterator[None]:
+    """Turn Inductor's provenance tracking on (level 1) for the duration; restore level and state after.
+
+    The level is part of the FX graph cache key (codecache.FxGraphHashDetails, 2.11-2.15), so a
+    tracked compile never reuses an untracked cache entry and vice versa.
+    """
+    from torch._inductor import config as inductor_config
+    from torch._inductor import debug as inductor_debug
+
+    old_level = inductor_config.trace.provenance_tracking_level
+    saved = {name: getattr(inductor_debug, name, None) for name in _PROVENANCE_STATE}
+    for name, value in saved.items():
+        if isinstance(value, dict):
+            setattr(inductor_debug, name, {})
+    inductor_config.trace.provenance_tracking_level = 1
+    try:
+        yield
+    finally:
+        inductor_config.trace.provenance_tracking_level = old_level
+        for name, value in saved.items():
+            if value is not None:
+                setattr(inductor_debug, name, value)
+
+
+#: torch/_inductor/debug.py's module-level provenance dicts (2.11-2.15)
+_PROVENANCE_STATE = ("_inductor_triton_kernel_to_post_grad_node_info", "_inductor_kernel_stack_trace")
+
+
+def module_path(nn_module_stack: Any, names: Optional[dict[str, str]] = None) -> str:
+    """The innermost module of a node's ``nn_module_stack`` as a dotted path.
+
+    The stack's keys are ``str(id(module))`` (torch/_dynamo/variables/nn_module.py, 2.11-2.15): when
+    ``names`` maps those ids to names in the user's root model (``named_modules()``), that name is
+    used, so a module compiled after a graph break still reads ``m.transformer.h.0``. Otherwise
+    Dynamo's path relative to the compiled frame, e.g. ``L['self'].transformer.h.0.attn`` or
+    ``L['self']._modules['0']``, with the root (``L['self']``, ``L['fn']``) dropped.
+    """
+    if not nn_module_stack:
+        return ""
+    try:
+        key, entry = list(nn_module_stack.items())[-1]
+        path = entry[0]
+    except (AttributeError, IndexError, TypeError, KeyError):
+        return ""
+    if names and str(key) in names:
+        return names[str(key)]
+    path = str(path)
+    m = re.match(r"^(?:L|G)\[['\"][^'\"]+['\"]\]", path)
+    rest = path[m.end():] if m else path
+    rest = _MODULE_PATH.sub(lambda x: "." + (x.group(1) or x.group(2)), rest)
+    return rest.strip(".")
+
+
+def provenance_snapshot(names: Optional[dict[str, str]] = None) -> tuple[str, dict[str, Any]]:
+    """What Inductor knows of the graph whose provenance artifacts are being logged right now.
+
+    Called from the trace handler while ``inductor_provenance_tracking_kernel_stack_traces`` is
+    logged. Returns ("compile", {"kernels": {"name:handle": [post-grad nodes]}, "modules":
+    {post-grad node: module path}}) when Inductor has just generated the code (the caller is
+    ``codegen_and_compile`` in compile_fx.py, whose local ``gm`` is the post-grad graph, 2.11-2.15),
+    ("cache_hit", {}) when the code came from the FX graph cache (``cache_hit_post_compile``), and
+    ("", {}) otherwise. Empties Inductor's two module-level provenance dicts afterwards.
+    """
+    from torch._inductor import debug as inductor_debug
+
+    where, data = "", {}
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name == "cache_hit_post_compile":
+            where = "cache_hit"
+            break
+        if name == "codegen_and_compile" and "gm" in frame.f_locals:
+            gm = frame.f_locals["gm"]
+            modules: dict[str, str] = {}
+            for node in getattr(getattr(gm, "graph", None), "nodes", ()):
+                stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
+                path = module_path(stack, names)
+                if path or stack:
+                    modules[node.name] = path
+            live = getattr(inductor_debug, "_inductor_triton_kernel_to_post_grad_node_info", None) or {}
+            where, data = "compile", {"kernels": {k: list(v) for k, v in live.items()}, "modules": modules}
+            break
+        frame = frame.f_back
+    del frame
+    for state in _PROVENANCE_STATE:
+        value = getattr(inductor_debug, state, None)
+        if isinstance(value, dict):
+            value.clear()
+    return where, data
+
+
+def module_names(model: Any) -> dict[str, str]:
+    """``str(id(module))`` -> qualified name for every submodule of an ``nn.Module`` (else empty)."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {str(id(m)): name for name, m in model.named_modules()}
+
+
+def inductor_cache_dir() -> str:
+    """Inductor's cache directory as it resolves now (TORCHINDUCTOR_CACHE_DIR or the default under
+    the temp dir; torch/_inductor/runtime/cache_dir_utils.py, 2.11-2.15)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return str(cache_dir())
