@@ -68,7 +68,7 @@ KNOWN_UNREAD = frozenset({
     "reorder_communication_preserving_peak_memory", "scheduler_nodes_before_comm_overlap", "sink_waits_iterative_info",
     "symbolic_shape_specialization", "torch._functorch.config", "torch_version", "triton_kernel_info",
     "native_dsl_compile", "fx_collectives_estimations_after_overlap_bucketing",
-    # AOTAutograd's runtime wrappers: six artifacts in 2.11-2.14, one in 2.15
+    # AOTAutograd's runtime wrappers: six artifacts in 2.13-2.14 (none in the 2.11 GPU recordings), one in 2.15
     "backward_prologue", "backward_epilogue", "compiled_function_forward", "compiled_function_backward",
     "compiled_fn_wrapper", "runtime_wrapper_orchestration", "aot_autograd_runtime_wrappers",
 })
@@ -77,7 +77,6 @@ KNOWN_UNREAD = frozenset({
 _KNOWN_PATTERN = re.compile(r"(fx_graph_cache|aotautograd_cache)_\w+|\w+_(ORIGINAL|MODIFIED)_BYTECODE"
                             r"|\w+_(pre|post)_grad|(optimus|cff)_\w+|\w+_fused|get_\w+_code_state|flex_gemm_\w+"
                             r"|\w+_ITERATIVE_RECOMPUTE_ERROR")
-
 
 
 @dataclass(frozen=True)
