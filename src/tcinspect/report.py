@@ -399,6 +399,24 @@ class ExportRun:
 
 
 @dataclass(frozen=True)
+class EventCount:
+    """A structured-trace event name and how many times it was logged."""
+
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ParseHealth:
+    """What the parser met but did not understand: a sign that torch changed under tcinspect."""
+
+    #: Structured-trace events tcinspect does not know by name (kept, not read), in first-seen order.
+    unknown_events: tuple[EventCount, ...] = ()
+    #: Lines of an events file that were not a structured-trace record (e.g. cut short by a crash).
+    lines_not_understood: int = 0
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything tcinspect recorded about one torch.compile run."""
 
@@ -422,6 +440,8 @@ class Report:
     ranks: tuple[RankReport, ...] = ()
     #: ``codegen --bench``: every kernel timed on the GPU and placed on the roofline.
     bench: Optional[KernelBench] = None
+    #: Set only when the parser met something it did not understand (see ParseHealth).
+    parse: Optional[ParseHealth] = None
     #: Seconds spent compiling (wall), kept apart so that reports diff cleanly.
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 

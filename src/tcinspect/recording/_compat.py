@@ -1,6 +1,7 @@
 """Every private torch access tcinspect makes, in one place, version by version.
 
-Supported: torch 2.11 (the GPU machines) to 2.15. Each function names what it touches and why.
+Supported: torch 2.11 (the GPU machines) to 2.15 (2.13-2.15 on the CPU machines). Each function names
+what it touches and why.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 #: The structured-trace logger (torch/_logging/_internal.py: ``trace_log``). It never
-#: propagates; trace_structured() emits only while it has a handler (2.11-2.14).
+#: propagates; trace_structured() emits only while it has a handler (2.11-2.15).
 TRACE_LOGGER_NAME = "torch.__trace"
 
 
@@ -32,7 +33,7 @@ def trace_handler(handler: logging.Handler) -> Iterator[None]:
     logger = logging.getLogger(TRACE_LOGGER_NAME)
     old_level = logger.level
     logger.addHandler(handler)
-    # trace_log is created at DEBUG; someone may have raised it (2.11-2.14 all check level)
+    # trace_log is created at DEBUG; someone may have raised it (2.11-2.15 all check level)
     logger.setLevel(logging.DEBUG)
     try:
         yield
@@ -52,7 +53,7 @@ def quiet_torch_logs() -> Iterator[None]:
 
     torch installs stderr handlers on "torch" and on each registered component logger
     ("torch._dynamo", "torch._subclasses.fake_tensor", ...) at import (torch/_logging/_internal.py,
-    2.11-2.14) and logs e.g. fake-tensor errors there; the report already holds what they say.
+    2.11-2.15) and logs e.g. fake-tensor errors there; the report already holds what they say.
     The structured-trace logger keeps its handlers, so recording is unaffected.
     """
     loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
@@ -82,7 +83,7 @@ def private_inductor_cache() -> Iterator[str]:
     """A fresh, empty Inductor/Triton cache directory: a cold compile (``--fresh``).
 
     TORCHINDUCTOR_CACHE_DIR is read on each cache access (torch._inductor.runtime.cache_dir_utils,
-    2.11-2.14); the in-memory caches are cleared too so that nothing warm survives in-process.
+    2.11-2.15); the in-memory caches are cleared too so that nothing warm survives in-process.
     """
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     old_triton = os.environ.get("TRITON_CACHE_DIR")
@@ -107,7 +108,7 @@ def _restore_env(key: str, value: Any) -> None:
 
 def _clear_in_memory_caches() -> None:
     # torch._inductor.utils.clear_caches / fresh_cache helpers moved between versions; the
-    # code caches below exist with cache_clear() in 2.11-2.14.
+    # code caches below exist with cache_clear() in 2.11-2.15.
     try:
         from torch._inductor import codecache
 
@@ -148,7 +149,7 @@ def stage_of_exception(exc: BaseException) -> str:
 
 
 def compiler_error_root(exc: BaseException) -> BaseException:
-    """The exception a backend raised, unwrapped from BackendCompilerFailed (``inner_exception``, 2.11-2.14)."""
+    """The exception a backend raised, unwrapped from BackendCompilerFailed (``inner_exception``, 2.11-2.15)."""
     inner = getattr(exc, "inner_exception", None)
     return inner if isinstance(inner, BaseException) else exc
 
@@ -159,7 +160,7 @@ def compile_fn(model: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
 
 
 def inductor_config_snapshot() -> dict[str, Any]:
-    """Inductor's config as a dict (torch._inductor.config.save_config_portable, 2.11-2.14)."""
+    """Inductor's config as a dict (torch._inductor.config.save_config_portable, 2.11-2.15)."""
     from torch._inductor import config
 
     return dict(config.get_config_copy())
@@ -170,7 +171,7 @@ def dynamo_config_snapshot() -> dict[str, Any]:
 
 
 def registered_backends(everything: bool = True) -> list[str]:
-    """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.14).
+    """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.15).
 
     ``everything=False`` leaves out the debug and experimental ones, as torch's own listing does.
     """
@@ -182,7 +183,7 @@ def registered_backends(everything: bool = True) -> list[str]:
 def log_artifact(name: str, payload: str) -> None:
     """Log a JSON artifact on the structured trace, under the compile id being compiled.
 
-    trace_structured attaches the current compile id itself (torch/_logging/_internal.py, 2.11-2.14),
+    trace_structured attaches the current compile id itself (torch/_logging/_internal.py, 2.11-2.15),
     so tcinspect's own records land beside PyTorch's for the same graph.
     """
     from torch._logging import trace_structured
@@ -193,7 +194,7 @@ def log_artifact(name: str, payload: str) -> None:
 def inductor_with_inner(inner: Callable[..., Any]) -> Callable[..., Any]:
     """An Inductor backend whose per-graph compile goes through ``inner(gm, example_inputs, next, **kw)``.
 
-    compile_fx takes an ``inner_compile`` (torch/_inductor/compile_fx.py, 2.11-2.14): it receives each
+    compile_fx takes an ``inner_compile`` (torch/_inductor/compile_fx.py, 2.11-2.15): it receives each
     ATen graph after AOTAutograd (forward, backward or inference) before Inductor lowers it.
     """
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
@@ -231,7 +232,7 @@ def user_kernel_table() -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
     """User Triton kernels Dynamo has seen: kernel_idx -> (name, source); constant_args_idx -> text.
 
     PyTorch keeps them in a side table (torch/_higher_order_ops/triton_kernel_wrap.py,
-    ``kernel_side_table``, 2.11-2.14), cleared by torch._dynamo.reset(): read it before that.
+    ``kernel_side_table``, 2.11-2.15), cleared by torch._dynamo.reset(): read it before that.
     """
     import inspect
 
@@ -270,7 +271,7 @@ def raised_in_torch(exc: BaseException) -> bool:
 
 
 def aoti_compile_and_package(exported_program: Any, package_path: str) -> str:
-    """AOTInductor: compile an ExportedProgram into a .pt2 package (torch._inductor, 2.11-2.14)."""
+    """AOTInductor: compile an ExportedProgram into a .pt2 package (torch._inductor, 2.11-2.15)."""
     return torch._inductor.aoti_compile_and_package(exported_program, package_path=package_path)
 
 
@@ -308,7 +309,7 @@ def _wrapper_frame(depth: int) -> Any:
     """The calling frame if it is an Inductor wrapper's ``call`` (or a graph partition), else None.
 
     Wrapper modules import ``reinterpret_tensor`` and ``extern_kernels`` at their top
-    (torch/_inductor/codegen/wrapper.py, 2.11-2.14); kernel modules and torch's own code do not.
+    (torch/_inductor/codegen/wrapper.py, 2.11-2.15); kernel modules and torch's own code do not.
     """
     import sys
 
@@ -339,7 +340,7 @@ def _schema_roles(op: Any) -> tuple[tuple[str, ...], dict[str, str]]:
 def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
     """Call ``hook(launch)`` just before every kernel launch an Inductor wrapper makes; undo it after.
 
-    What is patched, for the duration (torch 2.11-2.14):
+    What is patched, for the duration (torch 2.11-2.15):
     - ``CachingAutotuner.run`` (torch/_inductor/runtime/triton_heuristics.py): every generated and
       user Triton kernel; the wrapper calls ``kernel.run(*args, stream=...)``.
     - each callable of ``torch._inductor.select_algorithm.extern_kernels``: the wrapper looks
@@ -416,7 +417,7 @@ def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
 
 
 def gpu_sleep(cycles: int) -> None:
-    """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.14).
+    """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.15).
 
     The kernel bench queues it before each timed launch so the launch is enqueued before the GPU
     reaches it: the CUDA events then time the kernel, not the Python that launched it.

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from tcinspect.recording.events import PROVENANCE_ARTIFACT
 from tcinspect.report import Graph, Kernel, SourceLocation
 
 NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
 STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 #: tcinspect's own record, logged right after STACK_TRACES: the kernel -> node lists Inductor held
 #: when it logged them (the backward's, which its node mapping leaves out) and each node's module.
-OWN = "tcinspect_provenance"
+OWN = PROVENANCE_ARTIFACT
 
 INDUCTOR = "inductor"
 INFERRED = "inferred"

@@ -66,7 +66,23 @@ def summary(rep: Report) -> RenderableType:
     parts: list[RenderableType] = [table, stages]
     if rep.error:
         parts.append(Text(f"capture incomplete: {rep.error}", style="bold red"))
+    if rep.parse is not None:
+        parts.append(Text(parse_warning(rep), style="yellow"))
     return Group(*parts)
+
+
+def parse_warning(rep: Report) -> str:
+    """One line on what the parser did not understand (Report.parse), or ""."""
+    if rep.parse is None:
+        return ""
+    said = []
+    if rep.parse.unknown_events:
+        names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.unknown_events)
+        said.append(f"{sum(e.count for e in rep.parse.unknown_events)} structured-trace events tcinspect does not "
+                    f"know ({names}): torch {rep.torch_version} may record something this tcinspect does not read")
+    if rep.parse.lines_not_understood:
+        said.append(f"{rep.parse.lines_not_understood} lines of the events file were not a record")
+    return "parse: " + "; ".join(said)
 
 
 def _stage_times(rep: Report) -> str:
