@@ -444,6 +444,8 @@ class Report:
     parse: Optional[ParseHealth] = None
     #: Seconds spent compiling (wall), kept apart so that reports diff cleanly.
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
+    #: Where compile time went, phase by phase (``tcinspect compile-time``); None for older reports.
+    compile_time: Optional[CompileTime] = None
 
     @property
     def summary(self) -> Summary:
@@ -463,7 +465,7 @@ class Report:
             guards=sum(len(g.guards) for g in dyn.graphs),
             aot_graphs=aot,
             kernels=sum(len(o.kernels) for o in self.stages.inductor.outputs),
-            compile_time_s=round(sum(c.entire_frame_compile_time_s for c in self.compiles), 3),
+            compile_time_s=round(sum(c.entire_frame_compile_time_s for c in self.compiles) + _backward_s(self), 3),
             cache_hits=sum(1 for o in self.stages.inductor.outputs if o.cache == "hit"),
             cache_misses=sum(1 for o in self.stages.inductor.outputs if o.cache == "miss"),
         )
@@ -476,6 +478,12 @@ class Report:
 
     def replace(self, **changes: object) -> "Report":
         return dataclasses.replace(self, **changes)
+
+
+def _backward_s(rep: Report) -> float:
+    """Backward compile time (bwd_compilation_metrics), which compilation_metrics does not include."""
+    ct = rep.compile_time
+    return sum(c.total_s for c in ct.compiles if c.part == "backward") if ct is not None else 0.0
 
 
 #: Report.error starts so when a --backend or --pass the user gave is at fault (exit 2, not 3).
@@ -533,12 +541,13 @@ class RankReport:
     calls: int = 0
     input_errors: tuple[InputSetError, ...] = ()
     ddp_splits: tuple[DdpSplit, ...] = ()
+    compile_time: Optional[CompileTime] = None
 
     @property
     def summary(self) -> Summary:
         # the same counts as a whole report's, from this rank's own stages
         return Report(torch_version="", device=self.device, target=Target(kind="rank"), stages=self.stages,
-                      compiles=self.compiles).summary
+                      compiles=self.compiles, compile_time=self.compile_time).summary
 
 
 @dataclass(frozen=True)
@@ -631,3 +640,79 @@ class KernelBench:
     #: (µs): measured with a 1-element kernel, subtracted from every time.
     launch_overhead_us: float = 0.0
     notes: tuple[str, ...] = ()
+
+
+# ----------------------------------------------------------------------------- compile time
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One timed span of the compiler (torch's ``dynamo_timed``), with the spans inside it."""
+
+    name: str  # torch's event name: bytecode_tracing, backend_compile, GraphLowering.run, compile_file, ...
+    #: dynamo | aot_autograd | graph_passes | lowering | scheduling | codegen | compile | autotune | cache |
+    #: inductor | other (compiletime.GROUPS)
+    group: str
+    start_s: float  # from the start of its compile's root span
+    seconds: float  # inclusive
+    #: exclusive: in no span inside it (for a span with children, shown as its "other")
+    self_s: float
+    children: tuple[Phase, ...] = ()
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    """One look-up in a compile cache, as torch logged it."""
+
+    cache: str  # fx_graph | aot_autograd
+    part: str  # forward | backward | "" (the AOTAutograd cache holds both)
+    state: str  # hit | miss | bypass | disabled
+    reason: str = ""  # why it was bypassed, as torch says
+    saved_s: float = 0.0  # an AOTAutograd hit: the compile time it saved, by torch's estimate
+
+
+@dataclass(frozen=True)
+class CompileTiming:
+    """Where one compile's time went: a Dynamo frame compile (forward) or its lazy backward compile."""
+
+    compile_id: str
+    part: str  # forward | backward | runtime (a span after the compile, e.g. runtime autotuning)
+    function: str = ""
+    start_s: float = 0.0  # from the start of the run's first compile
+    #: torch's own measure (compilation_metrics entire_frame_compile_time_s; bwd_compilation_metrics
+    #: duration), else the root span's length
+    total_s: float = 0.0
+    inductor_s: float = 0.0  # torch's inductor_compile_time_s for this part
+    root: Optional[Phase] = None  # entire_frame_compile | entire_backward_compile
+    #: spans of compile worker threads that overlapped it (kernels compiled in parallel): not in the sum
+    workers: tuple[Phase, ...] = ()
+    #: Dynamo's restart_reasons (first lines): each restart threw away the attempt before it
+    restarts: tuple[str, ...] = ()
+    caches: tuple[CacheLookup, ...] = ()
+    before_restart_s: float = 0.0  # the time those attempts took (dynamo_time_before_restart_s)
+
+
+@dataclass(frozen=True)
+class CompileTimeFinding:
+    """Something in the compile time that can be fixed, with what to do."""
+
+    kind: str  # recompile | cache_bypass | cold_compile | compile_threads | restart | autotune
+    compile_id: str
+    seconds: float  # the time at stake
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class CompileTime:
+    """Every compile's phases (from torch's chromium_event spans), its caches, and what to do."""
+
+    compiles: tuple[CompileTiming, ...] = ()
+    findings: tuple[CompileTimeFinding, ...] = ()
+    compile_threads: int = 0  # Inductor's compile_threads (0: not recorded)
+    #: spans that could not be placed: an end without its start, a start without its end
+    unmatched_spans: int = 0
+
+    @property
+    def total_s(self) -> float:
+        return round(sum(c.total_s for c in self.compiles if c.part != "runtime"), 6)

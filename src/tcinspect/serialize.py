@@ -65,6 +65,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
 
         out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
         out["divergence"] = [serialize_divergence(d) for d in divergences(rep.ranks)]
+    if rep.compile_time is not None and timings:  # reports from before it have none, and stay as they were
+        out["compile_time"] = _plain(rep.compile_time)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -81,6 +83,8 @@ def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
     out = _plain(r)
     out = {**{k: out.pop(k) for k in ("rank", "status", "error", "where", "device", "calls", "input_errors")},
            "summary": _plain(r.summary), **out}
+    if out.get("compile_time") is None or not timings:  # written only when present, like a report's
+        out.pop("compile_time", None)
     if not timings:
         out["summary"].pop("compile_time_s", None)
         for c in out["compiles"]:

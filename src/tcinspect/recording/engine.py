@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, custom, modelfile, verify
+from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, verify
 from tcinspect.recording import breaks as breaks_mod
 from tcinspect.recording import kernelbench, provenance
 from tcinspect.recording import events as ev_mod
@@ -295,6 +295,7 @@ class _Run:
         failure = self.failure or assemble.failure_from_metrics(metrics, stages)
         if failure is not None and self.failure is None:
             stages, metrics = build(failure=failure)
+        compile_time = compiletime.build(self.recorder.events, stages.dynamo.recompiles)
         dynamo = stages.dynamo
         stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
             breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
@@ -315,6 +316,7 @@ class _Run:
             # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
                      ("assemble_s", round(time.perf_counter() - start, 4))),
+            compile_time=compile_time,
         )
 
 

@@ -22,7 +22,13 @@ _CONTEXT_KEYS = frozenset(
 )
 
 # Events tcinspect has no use for; dropped at the handler so they cost nothing downstream.
-IGNORED = frozenset({"chromium_event", "str", "describe_storage", "describe_tensor", "describe_source"})
+IGNORED = frozenset({"str", "describe_storage", "describe_tensor", "describe_source"})
+
+#: torch's timed spans (dynamo_timed / chromium_event_timed, torch/_dynamo/utils.py ChromiumEventLogger):
+#: about 80% of all trace records. Each is kept compactly: its phase, name, time and the few arguments
+#: tcinspect reads (recording/compiletime.py); the rest (cache-key components, configs) is dropped.
+CHROMIUM_EVENT = "chromium_event"
+_CHROMIUM_ARGS = ("compile_id", "is_backward", "cache_state", "cache_bypass_reason", "time_saved_ms")
 
 #: tcinspect's own artifacts, logged on the same trace (recording/custom.py): what a custom backend
 #: was handed, and what each --pass changed.
@@ -123,6 +129,8 @@ def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event
     """Normalise one raw ``(record.metadata, record.payload)`` pair."""
     name = event_name(metadata)
     own = metadata.get("artifact") if "artifact" in metadata else metadata.get(name)
+    if name == CHROMIUM_EVENT:
+        own, payload = compact_span(own, payload), None
     if payload is None:
         text = ""
     elif isinstance(payload, str):
@@ -138,6 +146,26 @@ def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event
         payload=text,
         call=call,
     )
+
+
+def compact_span(meta: Any, payload: Any) -> dict[str, Any]:
+    """A chromium_event as ``{"ph", "name", "ts", "args"}`` with only the arguments tcinspect reads.
+
+    ``payload`` is torch's JSON text of the event (or the event itself); an event already made
+    compact (a recorded trace) comes back unchanged.
+    """
+    if isinstance(meta, dict) and "ph" in meta:
+        return meta
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            return {}
+    if not isinstance(payload, dict):
+        return {}
+    args = payload.get("args")
+    kept = {k: args[k] for k in _CHROMIUM_ARGS if k in args and args[k] is not None} if isinstance(args, dict) else {}
+    return {"ph": payload.get("ph", ""), "name": payload.get("name", ""), "ts": payload.get("ts", 0.0), "args": kept}
 
 
 def to_json_line(ev: Event) -> str:
@@ -191,7 +219,7 @@ def read_trace(path: Union[str, Path]) -> tuple[list[Event], int]:
 def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
-            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT) or _KNOWN_PATTERN.fullmatch(name) is not None)
+            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT) or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
 def parse_health(events: Iterable[Event], lines_not_understood: int = 0) -> Optional[ParseHealth]:

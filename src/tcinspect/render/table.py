@@ -87,8 +87,16 @@ def parse_warning(rep: Report) -> str:
 
 def _stage_times(rep: Report) -> str:
     backend = sum(c.backend_compile_time_s for c in rep.compiles)
-    inductor = sum(c.inductor_compile_time_s for c in rep.compiles)
-    return f"backend {backend:.2f} s, inductor {inductor:.2f} s"
+    inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
+    loaded = " (AOTAutograd cache hit)" if not inductor and any(
+        c.aot_autograd_cache == "hit" for c in rep.compiles) else ""
+    return f"backend {backend:.2f} s, inductor {inductor:.2f} s{loaded}"
+
+
+def backward_inductor_s(rep: Report) -> float:
+    """Inductor's time on backward graphs (bwd_compilation_metrics), which compilation_metrics leaves out."""
+    ct = rep.compile_time
+    return sum(t.inductor_s for t in ct.compiles if t.part == "backward") if ct is not None else 0.0
 
 
 def _shape(dtype: str, shape: Sequence[str]) -> str:
