@@ -1,6 +1,6 @@
 """Record the structured traces tests/test_recorded_traces.py parses, with torch's own counts beside them.
 
-    python tests/data/record_traces.py [MODEL ...]
+    python tests/data/record_traces.py [MODEL ...]     # gpt2_tiny needs `pip install transformers`
 
 Runs each model with the torch of the running interpreter, cold (a private Inductor cache), and
 writes tests/data/cpu-traces/<torch version>/<model>.jsonl.gz: every structured-trace record, one
