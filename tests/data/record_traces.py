@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "cpu-traces"
-#: name -> (model file, run backward when the output needs a gradient)
+#: name -> model file (backward runs wherever the output needs a gradient)
 MODELS = {
     "tiny": ROOT / "sample_models" / "tiny.py",  # Linear -> ReLU -> x0.5, forward + backward
     "graph_breaks": ROOT / "sample_models" / "graph_breaks.py",  # print, data-dependent if, sorted: 3 breaks
