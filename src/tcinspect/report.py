@@ -612,6 +612,51 @@ class KernelTiming:
     pct_of_roofline: float = 0.0  # achieved / attainable at its arithmetic intensity
     share: float = 0.0  # percent of the summed kernel time
     note: str = ""
+    #: Its GPU time in the real step (µs, the median over StepProfile.steps profiled steps, all the GPU
+    #: kernels it ran as, e.g. two for a cuBLAS call); 0 when not matched. Warm L2, real ordering.
+    in_step_us: float = 0.0
+    in_step_kernels: int = 0  # the GPU kernels this launch ran as in one step
+
+
+@dataclass(frozen=True)
+class StepGap:
+    """A stretch of the step with the GPU idle, and the kernels on either side."""
+
+    idle_us: float
+    after: str  # "0/0 forward triton_poi_fused_add_0", or a kernel outside the compiled graphs
+    before: str
+    boundary: str = ""  # "graph boundary" when the two sides are different graphs (or one is outside them)
+
+
+@dataclass(frozen=True)
+class TimeShare:
+    """GPU time of the step spent on kernels from one user line or one module."""
+
+    key: str  # "file.py:12" or a module path
+    us: float
+    pct: float  # of the in-step kernel time of the compiled graphs
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """The real compiled step under torch.profiler (CUPTI), kernel events matched to the catalog."""
+
+    steps: int
+    method: str
+    wall_us: float  # median step: from the step's start on the CPU to the last kernel's end on the GPU
+    gpu_busy_us: float  # union of the step's GPU kernel intervals
+    gpu_busy_pct: float
+    launches: int  # GPU kernels per step
+    cpu_between_launches_us: float  # median CPU time from one kernel launch call to the next
+    in_graph_us: float  # summed in-step time of the catalog's kernels
+    outside_us: float  # GPU kernels outside the compiled graphs (eager code, optimizer, ...)
+    outside_kernels: int
+    verdict: str  # GPU-bound | launch-bound | CPU-bound between graphs
+    evidence: str
+    suggestion: str
+    gaps: tuple[StepGap, ...] = ()
+    by_line: tuple[TimeShare, ...] = ()
+    by_module: tuple[TimeShare, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -640,6 +685,7 @@ class KernelBench:
     #: (µs): measured with a 1-element kernel, subtracted from every time.
     launch_overhead_us: float = 0.0
     notes: tuple[str, ...] = ()
+    step: Optional[StepProfile] = None  # the real step under the profiler (in-step times, where time goes)
 
 
 # ----------------------------------------------------------------------------- compile time

@@ -34,7 +34,8 @@ LineOpt = Annotated[Optional[str], typer.Option(
 ModuleOpt = Annotated[Optional[str], typer.Option(
     "--module", help="What did this module become? The kernels made from module PATH or its submodules, "
                      "e.g. transformer.h.0.attn.", show_default=False)]
-SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: time (slowest first), peak (furthest "
+SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: step (most GPU time in the real step "
+                                                     "first), time (slowest isolated replay first), peak (furthest "
                                                      "below the roofline first) or launch.")]
 
 
@@ -50,7 +51,7 @@ def codegen(
     save: SaveOpt = None,
     bench: BenchOpt = False,
     bench_runs: BenchRunsOpt = 100,
-    sort: SortOpt = "time",
+    sort: SortOpt = "step",
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
     model: c.ModelOpt = "model",
@@ -110,7 +111,7 @@ def _show_query(rep: Report, query: tuple[str, str], fmt: str, output: Optional[
 def _bench_options(opts: Options, runs: int, sort: str, other_view: bool) -> Options:
     """--bench: the capture times the kernels (a cache entry without timings never answers it)."""
     if sort not in BENCH_SORTS:
-        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort time, peak or launch")
+        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     if other_view:
         raise UsageError("--bench is a view of its own", "leave out --wrapper and --save with --bench")
     return replace(opts, bench=runs, device=opts.device or "cuda")
