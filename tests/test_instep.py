@@ -217,3 +217,29 @@ def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
     print(f"{name}: {checked} kernels/ops >= 20 µs within 10%; total {total:.1f} µs vs profiler {total_ref:.1f} µs")
     assert abs(total - total_ref) <= 0.05 * total_ref, (total, total_ref)
 
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--try-mode", "reduce-overhead"], "add --bench"),
+    (["--bench", "--try-mode", "fast"], "not a torch.compile mode"),
+    (["--bench", "--sort", "fastest"], "pass --sort step, time, peak or launch"),
+])
+def test_bench_options_bad_input(args, needle):
+    from conftest import SAMPLES, run_cli
+
+    r = run_cli("codegen", str(SAMPLES / "tiny.py"), *args)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+
+
+@pytest.mark.gpu
+@GPU
+def test_try_mode_times_the_other_mode_beside_the_default():
+    from tcinspect.recording import engine
+    from tcinspect.report import Options
+
+    model, inputs, _ = _model("block")
+    rep = engine.capture(model, *inputs, options=Options(bench=5, device="cuda", try_mode="reduce-overhead"), quiet=True)
+    whats = [e.what for e in rep.bench.end_to_end]
+    print("end to end:", [(e.what, e.compiled_ms) for e in rep.bench.end_to_end], rep.bench.notes)
+    assert "forward, mode=reduce-overhead" in whats and "forward+backward, mode=reduce-overhead" in whats

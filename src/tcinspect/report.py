@@ -293,6 +293,8 @@ class Options:
     aoti: bool = False  # export: also compile and package with AOTInductor, and compare with eager
     #: ``codegen --bench``: time every kernel this many runs on the GPU (0: no kernel benchmark)
     bench: int = 0
+    #: ``codegen --bench --try-mode MODE``: also time the step compiled with this torch.compile mode
+    try_mode: str = ""
 
 
 def options_from_json(data: dict) -> Options:

@@ -897,13 +897,23 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
     name, peaks = device_peaks(device, compute_dtypes(timer.launches, tf32), overhead_us=overhead_us)
     profile = _profile_steps(compiled, inputs, step, IN_STEP_STEPS)
     e2e = end_to_end(model, compiled, inputs, step, runs, options.backward)
+    notes: list[str] = []
+    if options.try_mode:
+        # the suggestion measured: the same model compiled with the mode asked for, timed the same way
+        try:
+            other = torch.compile(model, mode=options.try_mode)
+            e2e += [replace(e, what=f"{e.what}, mode={options.try_mode}")
+                    for e in end_to_end(model, other, inputs, step, runs, options.backward)]
+        except Exception as exc:  # noqa: BLE001 - the mode failing is a finding, not a crash
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            notes.append(f"--try-mode {options.try_mode}: compiling or running it raised {type(exc).__name__}: {first}")
     method = (f"each launch replayed on copies of its arguments: {WARMUP} warm-up runs, then the median of {runs} "
               f"runs timed with CUDA events, each after an L2 flush ({flush_bytes >> 20} MiB written) and a GPU "
               "hold that lets the launch be queued first; the timing overhead is subtracted")
     wrappers = {path: _read(path) for path in dict.fromkeys(x.wrapper for x in timer.launches)}
     return Measured(device_name=name, runs=runs, method=method, launches=timer.launches, wrappers=wrappers,
                     peaks=peaks, end_to_end=e2e, tf32=tf32, launch_overhead_us=round(overhead_us, 3),
-                    profile=profile, profile_steps=IN_STEP_STEPS if profile is not None else 0)
+                    profile=profile, profile_steps=IN_STEP_STEPS if profile is not None else 0, notes=notes)
 
 
 IN_STEP_STEPS = 10
