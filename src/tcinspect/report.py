@@ -203,6 +203,14 @@ class Kernel:
     #: Buffers the launch passes whose allocation the wrapper states: "buf0: f32[8, 32]".
     buffers: tuple[str, ...] = ()
     source: str = ""  # the kernel's code (Triton Python or C++)
+    #: "inductor": source_nodes are exactly what Inductor's provenance tracking states for this launch;
+    #: "inferred": read from the wrapper's comments and kernel names (Inductor stated nothing).
+    provenance: str = ""
+    provenance_key: str = ""  # Inductor's "name:debug handle" of this launch, where the wrapper states it
+    dynamo_nodes: tuple[str, ...] = ()  # nodes of Dynamo's (pre-grad) graph those post-grad nodes came from
+    modules: tuple[str, ...] = ()  # module paths (from nn_module_stack) of those nodes, e.g. transformer.h.0.attn
+    #: every frame of the stack traces Inductor gives for the kernel (user and library code), outermost first
+    frames: tuple[SourceLocation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -285,6 +293,8 @@ class Options:
     aoti: bool = False  # export: also compile and package with AOTInductor, and compare with eager
     #: ``codegen --bench``: time every kernel this many runs on the GPU (0: no kernel benchmark)
     bench: int = 0
+    #: ``codegen --bench --try-mode MODE``: also time the step compiled with this torch.compile mode
+    try_mode: str = ""
 
 
 def options_from_json(data: dict) -> Options:
@@ -391,6 +401,24 @@ class ExportRun:
 
 
 @dataclass(frozen=True)
+class EventCount:
+    """A structured-trace event name and how many times it was logged."""
+
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ParseHealth:
+    """What the parser met but did not understand: a sign that torch changed under tcinspect."""
+
+    #: Structured-trace events tcinspect does not know by name (kept, not read), in first-seen order.
+    unknown_events: tuple[EventCount, ...] = ()
+    #: Lines of an events file that were not a structured-trace record (e.g. cut short by a crash).
+    lines_not_understood: int = 0
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything tcinspect recorded about one torch.compile run."""
 
@@ -414,6 +442,8 @@ class Report:
     ranks: tuple[RankReport, ...] = ()
     #: ``codegen --bench``: every kernel timed on the GPU and placed on the roofline.
     bench: Optional[KernelBench] = None
+    #: Set only when the parser met something it did not understand (see ParseHealth).
+    parse: Optional[ParseHealth] = None
     #: Seconds spent compiling (wall), kept apart so that reports diff cleanly.
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
     #: Where compile time went, phase by phase (``tcinspect compile-time``); None for older reports.
@@ -584,6 +614,51 @@ class KernelTiming:
     pct_of_roofline: float = 0.0  # achieved / attainable at its arithmetic intensity
     share: float = 0.0  # percent of the summed kernel time
     note: str = ""
+    #: Its GPU time in the real step (µs, the median over StepProfile.steps profiled steps, all the GPU
+    #: kernels it ran as, e.g. two for a cuBLAS call); 0 when not matched. Warm L2, real ordering.
+    in_step_us: float = 0.0
+    in_step_kernels: int = 0  # the GPU kernels this launch ran as in one step
+
+
+@dataclass(frozen=True)
+class StepGap:
+    """A stretch of the step with the GPU idle, and the kernels on either side."""
+
+    idle_us: float
+    after: str  # "0/0 forward triton_poi_fused_add_0", or a kernel outside the compiled graphs
+    before: str
+    boundary: str = ""  # "graph boundary" when the two sides are different graphs (or one is outside them)
+
+
+@dataclass(frozen=True)
+class TimeShare:
+    """GPU time of the step spent on kernels from one user line or one module."""
+
+    key: str  # "file.py:12" or a module path
+    us: float
+    pct: float  # of the in-step kernel time of the compiled graphs
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """The real compiled step under torch.profiler (CUPTI), kernel events matched to the catalog."""
+
+    steps: int
+    method: str
+    wall_us: float  # median step: from the step's start on the CPU to the last kernel's end on the GPU
+    gpu_busy_us: float  # union of the step's GPU kernel intervals
+    gpu_busy_pct: float
+    launches: int  # GPU kernels per step
+    cpu_between_launches_us: float  # median CPU time from one kernel launch call to the next
+    in_graph_us: float  # summed in-step time of the catalog's kernels
+    outside_us: float  # GPU kernels outside the compiled graphs (eager code, optimizer, ...)
+    outside_kernels: int
+    verdict: str  # GPU-bound | launch-bound | CPU-bound between graphs
+    evidence: str
+    suggestion: str
+    gaps: tuple[StepGap, ...] = ()
+    by_line: tuple[TimeShare, ...] = ()
+    by_module: tuple[TimeShare, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -612,6 +687,7 @@ class KernelBench:
     #: (µs): measured with a 1-element kernel, subtracted from every time.
     launch_overhead_us: float = 0.0
     notes: tuple[str, ...] = ()
+    step: Optional[StepProfile] = None  # the real step under the profiler (in-step times, where time goes)
 
 
 # ----------------------------------------------------------------------------- compile time

@@ -58,6 +58,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         out["exports"] = _plain(rep.exports)
     if rep.bench is not None:  # only `codegen --bench` has one; other reports stay as they were
         out["bench"] = _plain(rep.bench)
+    if rep.parse is not None:  # only when the parser met what it did not understand
+        out["parse"] = _plain(rep.parse)
     if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
         from tcinspect.distributed import divergences, serialize_divergence
 

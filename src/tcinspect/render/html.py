@@ -39,6 +39,8 @@ _GRAPHVIZ_MISSING = ("The graph pictures need Graphviz's <code>dot</code>, which
                      "and write the page again.")
 
 
+_INFERRED = '<i title="inferred from the wrapper: Inductor stated no node mapping">~</i> '
+
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -323,10 +325,12 @@ class _Page:
         for i, (k, ref) in enumerate(zip(o.kernels, refs)):
             name = f'<a href="#{anchor}-k{i}">{_e(k.name)}</a>' if k.source else _e(k.name)
             rows.append(f'<tr><td>{i}<td class="kname">{_swatch(ref)}{name}<td>{_e(k.kind)}'
-                        f"<td>{_e(', '.join(k.aten_ops))}<td>{_e(', '.join(k.source_nodes))}"
+                        f"<td>{_e(', '.join(k.modules))}<td>{_e(', '.join(k.aten_ops))}"
+                        f"<td>{_INFERRED if k.provenance == 'inferred' else ''}"
+                        f"{_e(', '.join(k.source_nodes))}"
                         f"<td>{_e(', '.join(x.rsplit('/', 1)[-1] for x in k.user_lines))}<td>{_e(k.numel)}"
                         f"<td>{'<br>'.join(_e(b) for b in k.buffers)}")
-        parts.append(f'<table class="kernels"><thead><tr><th>#<th>kernel<th>kind<th>fused ATen ops<th>source nodes'
+        parts.append(f'<table class="kernels"><thead><tr><th>#<th>kernel<th>kind<th>module<th>fused ATen ops<th>source nodes'
                      f'<th>user lines<th>size<th>buffers</thead><tbody>{"".join(rows)}</tbody></table>')
         if o.post_grad_graph is not None:
             pic = self.pictures.get(key)
