@@ -416,6 +416,9 @@ class ParseHealth:
     unknown_events: tuple[EventCount, ...] = ()
     #: Lines of an events file that were not a structured-trace record (e.g. cut short by a crash).
     lines_not_understood: int = 0
+    #: Known artifacts whose payload could not be read (e.g. a damaged provenance mapping: the kernels
+    #: it describes are marked ``provenance: inferred``).
+    artifacts_not_understood: tuple[EventCount, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,7 @@ class _Run:
             compiles=metrics,
             error=(failure.blame or f"{failure.stage} stage failed: {failure.message}") if failure else "",
             passes=assemble.build_passes(self.recorder.events),
-            parse=ev_mod.parse_health(self.recorder.events),
+            parse=ev_mod.parse_health(self.recorder.events, unreadable=provenance.unreadable(self.recorder.events)),
             verification=self.verification,
             tcinspect_version=__version__,
             calls=self.calls,

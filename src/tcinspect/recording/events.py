@@ -222,16 +222,22 @@ def is_known(name: str) -> bool:
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT) or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
-def parse_health(events: Iterable[Event], lines_not_understood: int = 0) -> Optional[ParseHealth]:
-    """What the parser did not understand in a run's events; None when it understood everything."""
+def parse_health(events: Iterable[Event], lines_not_understood: int = 0,
+                 unreadable: Optional[dict[str, int]] = None) -> Optional[ParseHealth]:
+    """What the parser did not understand in a run's events; None when it understood everything.
+
+    ``unreadable``: known artifacts whose payload a stage parser could not read, by name
+    (recording/provenance.py: ``unreadable``).
+    """
     unknown: dict[str, int] = {}
     for ev in events:
         if not is_known(ev.name):
             unknown[ev.name] = unknown.get(ev.name, 0) + 1
-    if not unknown and not lines_not_understood:
+    if not unknown and not lines_not_understood and not unreadable:
         return None
     return ParseHealth(unknown_events=tuple(EventCount(n, c) for n, c in unknown.items()),
-                       lines_not_understood=lines_not_understood)
+                       lines_not_understood=lines_not_understood,
+                       artifacts_not_understood=tuple(EventCount(n, c) for n, c in (unreadable or {}).items()))
 
 
 def by_compile_id(events: Iterable[Event]) -> dict[str, list[Event]]:
