@@ -255,7 +255,8 @@ def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, l
     """Kernels in launch order; line numbers first so they survive a narrow terminal."""
     t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("#", justify="right", style="dim")
-    t.add_column("lines", overflow="fold")
+    widest = max((len(compact_lines(k.user_lines)) for k in kernels), default=0)
+    t.add_column("lines", overflow="fold", min_width=min(widest, 30) or None)
     t.add_column("kernel", style="cyan", overflow="fold")
     t.add_column("kind")
     t.add_column("module", style="dim", overflow="fold")
