@@ -44,7 +44,8 @@ def codegen(
     sort: SortOpt = "time",
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -64,7 +65,7 @@ def codegen(
         opts = _bench_options(opts, bench_runs, sort, wrapper or save is not None)
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
                   show=lambda rep: _show_bench(rep, kernel, sort, fmt, output) if bench
-                  else _show(rep, kernel, wrapper, save, fmt, output))
+                  else _show(rep, kernel, wrapper, save, fmt, output), script=script)
 
 
 def _bench_options(opts: Options, runs: int, sort: str, other_view: bool) -> Options:

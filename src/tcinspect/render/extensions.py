@@ -75,13 +75,24 @@ def _err(value: float) -> str:
 
 def tensor_table(checks: Sequence[TensorCheck], title: str) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold")
-    for col, just in (("tensor", "left"), ("dtype", "left"), ("shape", "left"), ("max abs err", "right"),
-                      ("max rel err", "right"), ("rtol / atol", "right"), ("", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    noise = any(c.fp64_rmse or c.eager_fp64_rmse for c in checks)
+    columns = [("tensor", "left"), ("dtype", "left"), ("shape", "left"), ("max abs err", "right"),
+               ("max rel err", "right"), ("rtol / atol", "right")]
+    if noise:
+        columns.append(("RMSE vs float64: compiled / eager", "right"))
+    for col, just in (*columns, ("", "left")):
+        # parameter names are shown whole, folded onto more lines when the terminal is narrow
+        t.add_column(col, justify=just, overflow="fold", min_width=12 if col == "tensor" else None)  # type: ignore[arg-type]
     for c in checks:
-        verdict = Text("ok", style="green") if c.ok else Text(f"MISMATCH {c.message}", style="bold red")
-        t.add_row(c.name, c.dtype, "[" + ", ".join(str(s) for s in c.shape) + "]", _err(c.max_abs_error),
-                  _err(c.max_rel_error), f"{c.rtol:g} / {c.atol:g}", verdict)
+        if c.ok:
+            verdict = Text("ok (within rounding noise)" if c.fp64_rmse or c.eager_fp64_rmse else "ok", style="green")
+        else:
+            verdict = Text(f"MISMATCH {c.message}", style="bold red")
+        row = [c.name, c.dtype, "[" + ", ".join(str(s) for s in c.shape) + "]", _err(c.max_abs_error),
+               _err(c.max_rel_error), f"{c.rtol:g} / {c.atol:g}"]
+        if noise:
+            row.append(f"{_err(c.fp64_rmse)} / {_err(c.eager_fp64_rmse)}" if c.fp64_rmse or c.eager_fp64_rmse else "")
+        t.add_row(*row, verdict)
     return t
 
 
