@@ -119,3 +119,20 @@ def test_kernels_are_the_ones_run_and_get_code_returns(conformance, name):
     got = [k.name for o in case.report.stages.inductor.outputs for k in o.kernels]
     assert got and got == case.truth.kernels
     assert case.report.summary.graphs == case.truth.graphs
+
+
+def test_verify_passes_stock_gpt2_whose_gradients_differ_by_float32_rounding(inductor_cache):
+    from conformance_models import hf
+
+    from tcinspect.recording.engine import capture
+    from tcinspect.report import Options
+
+    model, inputs = hf.gpt2_wide()
+    v = capture(model, *inputs, options=Options(verify=True)).verification
+    assert v is not None and v.reference == "float64"
+    # Inductor's reduction order moves some gradients past assert_close's float32 tolerances ...
+    judged = [c for c in v.tensors if c.fp64_rmse]
+    assert judged, "no tensor needed the float64 judgement: the model no longer shows the rounding"
+    # ... yet no further from the float64 truth than eager's own float32 result
+    assert v.ok, [(c.name, c.message) for c in v.tensors if not c.ok]
+    assert "grad transformer.wte.weight" in {c.name for c in judged}

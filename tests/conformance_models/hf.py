@@ -21,6 +21,17 @@ def gpt2():
     return GPT2LMHeadModel(cfg).eval(), (_ids(256),)
 
 
+def gpt2_wide():
+    """GPT-2 with a 1,000-token vocabulary and 128-wide embeddings, 64-token sequences: large enough
+    that Inductor's float32 gradients differ from eager's beyond torch.testing's default tolerances."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=2, n_embd=128, n_head=2, vocab_size=1000, n_positions=128, bos_token_id=0,
+                     eos_token_id=0)
+    return GPT2LMHeadModel(cfg).eval(), (_ids(1000, batch=4, seq=64),)
+
+
 def bert():
     from transformers import BertConfig, BertModel
 
