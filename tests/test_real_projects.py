@@ -182,3 +182,15 @@ def test_traced_files_are_what_the_compile_traced(conformance):
     assert cache.fingerprint(torch.nn.modules.linear.__file__) == f"dist torch {torch.__version__}"
     transformers_files = cache.fingerprints(conformance("gpt2").report)
     assert transformers_files and all(v.startswith("dist transformers ") for v in transformers_files.values())
+
+
+def test_a_second_capture_in_the_same_process_sees_the_edited_module(tmp_path):
+    from tcinspect.recording.engine import capture_file
+    from tcinspect.report import Options
+
+    shutil.copytree(MODELS / "two_file", tmp_path / "proj")
+    layers = tmp_path / "proj" / "mypkg" / "layers.py"
+    model = tmp_path / "proj" / "model.py"
+    assert capture_file(model, options=Options(backend="eager")).summary.graph_breaks == 1
+    layers.write_text(layers.read_text().replace('        print("hidden", h.shape)  # breaks the graph\n', ""))
+    assert capture_file(model, options=Options(backend="eager")).summary.graph_breaks == 0

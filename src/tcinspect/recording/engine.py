@@ -102,12 +102,16 @@ def _device_of(model: Any, inputs: Sequence[Any]) -> str:
 
 @contextlib.contextmanager
 def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]:
-    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them)."""
+    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them), and forget
+    the modules it imported from beside the model file: a later capture in this process (a library
+    user's, a test's) imports them again, as edited since, and never compiles yesterday's code."""
     cwd = os.getcwd()
     old_argv = list(sys.argv)
     old_path = list(sys.path)
+    old_modules = set(sys.modules)
+    home = str(path.resolve().parent) + os.sep if path is not None else ""
     if path is not None:
-        sys.path.insert(0, str(path.resolve().parent))
+        sys.path.insert(0, home.rstrip(os.sep))
     if argv is not None:
         sys.argv = argv
     try:
@@ -116,6 +120,10 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
         os.chdir(cwd)
         sys.argv = old_argv
         sys.path[:] = old_path
+        for name in set(sys.modules) - old_modules if home else ():
+            file = getattr(sys.modules.get(name), "__file__", None) or ""
+            if os.path.realpath(file).startswith(home):
+                sys.modules.pop(name, None)
 
 
 def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
