@@ -51,7 +51,7 @@ CASES = [
     Case("import_error.py", 2, ("import_error.py:2", "ModuleNotFoundError")),
     Case("exit_at_import.py", 2, ("called sys.exit(3) while being imported", "__main__")),
     Case("exit_in_forward.py", 2, ("the model called sys.exit('stopping from inside forward') inside forward",)),
-    Case("no_model.py", 2, ("defines no `model` and compiled nothing",)),
+    Case("no_model.py", 2, ("defines no `model` at module level) and compiled nothing",)),
     Case("empty.py", 2, ("defines no `model`",)),
     Case("model_not_callable.py", 2, ("is a int, not an nn.Module or callable",)),
     Case("model_is_a_class.py", 2, ("is the class Net, not a module", "model = Net()")),

@@ -472,3 +472,12 @@ def test_a_crashed_rank_is_reported_by_rank_and_the_others_are_kept(crash_run):
     status = distributed.divergences(rep.ranks)[0]
     assert status.aspect == "status" and [g.ranks for g in status.groups] == [(0,), (1,), (2,)]
     assert "Segmentation fault (in rank_crash.py" in proc.stdout  # the table is shown too
+
+
+def test_ranks_that_all_failed_alike_are_not_called_in_agreement():
+    failed = [replace(_rank(r), status="error", error="m.py defines no `model`", stages=Stages(), compiles=())
+              for r in (0, 1)]
+    assert distributed.divergences(failed) == ()
+    text = _text(render.divergence(_merged(*failed)))
+    assert "Divergence: none" not in text and "not judged" in text and "rank 0 error, rank 1 error" in text
+    assert distributed.divergence_findings("m.py", _merged(*failed)) == []

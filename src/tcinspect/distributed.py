@@ -166,7 +166,8 @@ def _cuda_device_count() -> int:
 
 def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str] = (), model_name: str = "model",
             inputs_name: str = "example_inputs", options: Optional[Options] = None, fresh: bool = False,
-            script_args: Sequence[str] = (), quiet: bool = False, timeout: Optional[float] = None) -> Report:
+            script_args: Sequence[str] = (), quiet: bool = False, timeout: Optional[float] = None,
+            as_script: Optional[bool] = None) -> Report:
     """Capture a model file (or script) on every rank of a torchrun job; one report with ``ranks``.
 
     Args:
@@ -183,14 +184,15 @@ def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str]
     from tcinspect.recording import modelfile
 
     opts = options or Options()
-    src = modelfile.read(path, model_name)  # a syntax error is one error here, not one per rank
+    src = modelfile.read(path, model_name, as_script)  # a syntax error is one error here, not one per rank
     device = opts.device or src.device
     check_nproc(nproc, device)
     args = torchrun_args(launcher_args)
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
         directory = Path(tmp)
         request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name, "options": asdict(opts),
-                   "fresh": fresh, "script_args": list(script_args), "quiet": quiet, "device": device}
+                   "fresh": fresh, "script_args": list(script_args), "quiet": quiet, "device": device,
+                   "as_script": as_script}
         (directory / REQUEST).write_text(json.dumps(request), encoding="utf-8")
         env = dict(os.environ, **{RANKS_DIR_ENV: str(directory)})
         start = time.perf_counter()
@@ -511,6 +513,8 @@ def divergence_findings(model: str, rep: Report) -> list[Any]:
     if not rep.ranks:
         return []
     divs = divergences(rep.ranks)
+    if not divs and any(r.status != OK for r in rep.ranks):
+        return []  # every rank failed alike: the failure is the finding, not an agreement
     if not divs:
         return [Finding(model, "rank divergence", "ok", f"all {len(rep.ranks)} ranks compiled the same")]
     out = [Finding(model, "rank divergence", "fail", describe(d), rep.target.path) for d in divs if not d.compile_id]

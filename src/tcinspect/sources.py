@@ -38,6 +38,7 @@ def resolve(
     timeout: Optional[float] = None,
     nproc: Optional[int] = None,
     launcher_args: Sequence[str] = (),
+    as_script: Optional[bool] = None,
 ) -> Resolved:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
 
@@ -64,10 +65,10 @@ def resolve(
         # let the model-file reader produce its precise error (missing, directory, ...)
         from tcinspect.recording import modelfile
 
-        modelfile.read(path, model_name)
+        modelfile.read(path, model_name, as_script)
         raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    extra = (model_name, inputs_name, *script_args)
+    extra = (model_name, inputs_name, *script_args) + ({True: ("--script",), False: ("--model",)}.get(as_script, ()))
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]
@@ -84,17 +85,18 @@ def resolve(
         # raises, with the merged report, when a rank failed
         report = distributed.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
                                      inputs_name=inputs_name, options=options, fresh=fresh,
-                                     script_args=script_args, quiet=quiet, timeout=timeout)
+                                     script_args=script_args, quiet=quiet, timeout=timeout, as_script=as_script)
     elif timeout is not None:
         from tcinspect.recording.isolate import capture_isolated  # the child imports torch, not us
 
         report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,
-                                  fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout)
+                                  fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout,
+                                  as_script=as_script)
     else:
         from tcinspect.recording.engine import capture_file  # torch is imported only here
 
         report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
-                              script_args=script_args, quiet=quiet)
+                              script_args=script_args, quiet=quiet, as_script=as_script)
     if not report.ok:
         if report.error.startswith(USER_TARGET_PREFIXES):
             raise UserTargetFailedError(report.error, "fix that target (--debug for its traceback); the report shows what ran before it", report)

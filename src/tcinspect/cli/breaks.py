@@ -26,7 +26,8 @@ def breaks(
     fullgraph: FullgraphCheck = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
@@ -47,6 +48,6 @@ def breaks(
         nproc=nproc, launcher_args=torchrun_arg,
         show=lambda r: c.emit_document(
             distributed.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,
-            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), distributed.breaks_key)))
+            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), distributed.breaks_key)), script=script)
     if fullgraph and not all(fullgraph_ok(x) for _, x in distributed.per_rank(rep)):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -46,7 +46,8 @@ def check(
     update: Annotated[bool, typer.Option("--update", help="Rewrite the baseline from this run.")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, github or json.")] = "table",
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.", show_default=False)] = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -85,7 +86,7 @@ def check(
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
         rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, timeout=timeout,
-                            nproc=nproc, launcher_args=torchrun_arg)
+                            nproc=nproc, launcher_args=torchrun_arg, script=script)
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         limits = checks.merged_limits(cli_limits, config, path)
         for prefix, one in distributed.per_rank(rep):  # a distributed report: each rank against the budgets

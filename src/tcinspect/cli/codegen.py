@@ -58,7 +58,8 @@ def codegen(
     try_mode: TryModeOpt = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -90,7 +91,7 @@ def codegen(
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
                   show=lambda rep: _show_query(rep, query, fmt, output) if query is not None
                   else _show_bench(rep, kernel, sort, fmt, output) if bench
-                  else _show(rep, kernel, wrapper, save, fmt, output))
+                  else _show(rep, kernel, wrapper, save, fmt, output), script=script)
 
 
 def _check_line(spec: str) -> None:

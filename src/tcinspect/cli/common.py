@@ -29,7 +29,11 @@ ScriptArgs = Annotated[Optional[List[str]], typer.Argument(
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json).",
                                                    show_default=False)]
-ModelOpt = Annotated[str, typer.Option("--model", help="Name of the model object in the model file.")]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", help="Name of the model object in the model file (default: model); forces model mode.",
+    show_default=False)]
+ScriptOpt = Annotated[bool, typer.Option(
+    "--script", help="Run the file as a script (as __main__) even if it defines `model` at module level.")]
 InputsOpt = Annotated[str, typer.Option("--inputs", help="Name of the example-inputs object in the model file.")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="Move the module and tensor inputs to cpu or cuda.",
                                         show_default=False)]
@@ -101,24 +105,30 @@ def note(text: str) -> None:
         sys.stderr.write(f"tcinspect: {text}\n")
 
 
-def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fresh: bool,
+def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs: str, fresh: bool,
                 script_args: Optional[List[str]], show: Callable[[Report], None],
                 also_accept: Sequence[Options] = (), debug: bool = False,
                 timeout: Optional[float] = None, nproc: Optional[int] = None,
-                launcher_args: Optional[Sequence[str]] = None) -> Report:
+                launcher_args: Optional[Sequence[str]] = None, script: bool = False) -> Report:
     """Get the report (saved, cached or captured), note where it came from, and show it.
 
-    A capture whose compiler stage failed is shown too (the stages that worked), then re-raised.
+    ``model`` None is the default name `model` with the mode decided by the file; a name given
+    (``--model``) forces model mode and ``script`` (``--script``) script mode. A capture whose
+    compiler stage failed is shown too (the stages that worked), then re-raised.
     """
     from tcinspect.errors import StageFailedError
     from tcinspect.sources import is_report_path, resolve
 
+    if script and model is not None:
+        raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
+                         "pass one of them")
+    as_script = True if script else (False if model is not None else None)
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if nproc is not None and file and not is_report_path(file):
         label = f"compiling {file} on {nproc} ranks (torchrun) …"
     try:
         with progress(label):
-            resolved = resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh,
+            resolved = resolve(file, opts, model_name=model or "model", inputs_name=inputs, as_script=as_script, fresh=fresh,
                                script_args=script_args or (), also_accept=also_accept, quiet=not debug,
                                timeout=timeout, nproc=nproc, launcher_args=launcher_args or ())
     except StageFailedError as exc:

@@ -17,7 +17,8 @@ def guards(
     all_kinds: Annotated[bool, typer.Option("--all", help="Also list type, identity and bookkeeping guards.")] = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
@@ -43,4 +44,4 @@ def guards(
                   also_accept=[replace(opts, backend="inductor")], nproc=nproc, launcher_args=torchrun_arg,
                   show=lambda r: c.emit_document(
                       distributed.document(r, guards_document), fmt, output,
-                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), distributed.guards_key)))
+                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), distributed.guards_key)), script=script)

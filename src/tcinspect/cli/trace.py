@@ -38,7 +38,8 @@ def trace(
     fmt: FormatOpt = "table",
     output: OutputOpt = None,
     graph: GraphOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -66,7 +67,7 @@ def trace(
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout, nproc=nproc,
                   launcher_args=torchrun_arg,
                   show=lambda rep: c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings,
-                                          pages=_pages(rep, graph or ())))
+                                          pages=_pages(rep, graph or ())), script=script)
 
 
 def _pages(rep: Report, graphs: List[str]) -> dict[str, Callable[[], str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, verify
+from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, outputs, verify
 from tcinspect.recording import breaks as breaks_mod
 from tcinspect.recording import kernelbench, provenance
 from tcinspect.recording import events as ev_mod
@@ -123,37 +123,18 @@ def _device_of(model: Any, inputs: Sequence[Any]) -> str:
     return "cpu"
 
 
-def _scalar_loss(out: Any) -> Any:
-    """A scalar from every output tensor that requires grad, or None if none does."""
-    import torch
-
-    found: list[Any] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            if v.requires_grad and (v.is_floating_point() or v.is_complex()):
-                found.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-
-    walk(out)
-    if not found:
-        return None
-    return sum(t.real.float().sum() if t.is_complex() else t.float().sum() for t in found)
-
-
 @contextlib.contextmanager
 def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]:
-    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them)."""
+    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them), and forget
+    the modules it imported from beside the model file: a later capture in this process (a library
+    user's, a test's) imports them again, as edited since, and never compiles yesterday's code."""
     cwd = os.getcwd()
     old_argv = list(sys.argv)
     old_path = list(sys.path)
+    old_modules = set(sys.modules)
+    home = str(path.resolve().parent) + os.sep if path is not None else ""
     if path is not None:
-        sys.path.insert(0, str(path.resolve().parent))
+        sys.path.insert(0, home.rstrip(os.sep))
     if argv is not None:
         sys.argv = argv
     try:
@@ -162,6 +143,10 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
         os.chdir(cwd)
         sys.argv = old_argv
         sys.path[:] = old_path
+        for name in set(sys.modules) - old_modules if home else ():
+            file = getattr(sys.modules.get(name), "__file__", None) or ""
+            if os.path.realpath(file).startswith(home):
+                sys.modules.pop(name, None)
 
 
 def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
@@ -248,7 +233,7 @@ class _Run:
         """Call ``fn`` (compiled or eager) and, when asked and possible, run backward; its outputs."""
         out = fn(*inputs)
         if self.options.backward:
-            loss = _scalar_loss(out)
+            loss = outputs.scalar_loss(out)
             if loss is not None:
                 loss.backward()
         return out
@@ -374,14 +359,17 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
                  options: Optional[Options] = None, fresh: bool = False,
-                 script_args: Sequence[str] = (), quiet: bool = False) -> Report:
-    """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script."""
+                 script_args: Sequence[str] = (), quiet: bool = False, as_script: Optional[bool] = None) -> Report:
+    """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script.
+
+    ``as_script`` forces script mode (True) or model mode (False); None decides by the file.
+    """
     opts = options or Options()
-    src = modelfile.read(path, model_name)
+    src = modelfile.read(path, model_name, as_script)
     if opts.bench:  # before the file runs or anything compiles
         kernelbench.check(opts, script=src.is_script)
     if src.is_script:
-        return _capture_script(src, opts, fresh, list(script_args), model_name, quiet)
+        return _capture_script(src, opts, fresh, list(script_args), model_name, quiet, forced=bool(as_script))
     with _isolated(src.path, None):
         try:
             loaded = modelfile.load(src, model_name, inputs_name, opts.device)
@@ -393,10 +381,11 @@ def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_n
 
 
 def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str,
-                    quiet: bool = False) -> Report:
+                    quiet: bool = False, forced: bool = False) -> Report:
     _check_device(opts.device)
+    why = "--script" if forced else f"it defines no `{model_name}` at module level"
     if opts.passes or opts.verify or opts.export or custom.is_target(opts.backend):
-        raise UsageError(f"{src.path} is run as a script (it defines no `{model_name}`), whose own torch.compile "
+        raise UsageError(f"{src.path} is run as a script ({why}), whose own torch.compile "
                          "calls keep their options", "define `model` and `example_inputs` to use --backend "
                          "module:callable, --pass, verify or export")
     run = _Run(opts, fresh, quiet)
@@ -413,7 +402,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
             else:
                 raise modelfile.script_frame_error(exc, src.path) from exc
     if not run.recorder.events:
-        raise ModelFileError(f"{src.path} defines no `{model_name}` and compiled nothing when run as a script",
+        raise ModelFileError(f"{src.path} was run as a script ({why}) and compiled nothing",
                              f"define `{model_name}` and `example_inputs`, or call torch.compile in the script")
     target = Target(kind="script", path=str(src.path), sha256=src.sha256)
     return run.report(target, opts.device or "cpu")

@@ -47,6 +47,10 @@ def ranks_table(rep: Report) -> Table:
 def divergence(rep: Report) -> RenderableType:
     """Where ranks differ, first compile first; or a line saying they agree."""
     divs = distributed.divergences(rep.ranks)
+    if not divs and any(r.status != OK for r in rep.ranks):
+        # ranks that all failed alike agree on nothing worth saying: their error is the answer
+        ended = ", ".join(f"rank {r.rank} {r.status}" for r in rep.ranks if r.status != OK)
+        return Text(f"Divergence: not judged — not every rank finished ({ended}); see the error", style="bold yellow")
     if not divs:
         return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
                     "recompiles, kernels and DDP splits", style="bold green")

@@ -196,7 +196,18 @@ def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
         if len(shown) < len(g.guards):
             parts.append(Text(f"  + {len(g.guards) - len(shown)} type / identity / attribute guards (all are in YAML/JSON)",
                               style="dim"))
+    parts.extend(_guards_without_graph(rep))
     return Group(*parts)
+
+
+def _guards_without_graph(rep: Report) -> list[RenderableType]:
+    from tcinspect.views import guards_without_graph
+
+    without = guards_without_graph(rep)
+    if not without:
+        return []
+    listed = ", ".join(f"{cid}: {n}" for cid, n in without.items())
+    return [Text(f"  + {sum(without.values())} guards of compiles that made no graph ({listed})", style="dim")]
 
 
 def breaks_table(items: Iterable[GraphBreak], title: str = "Graph breaks") -> Table:
