@@ -188,9 +188,17 @@ def test_a_second_capture_in_the_same_process_sees_the_edited_module(tmp_path):
     from tcinspect.recording.engine import capture_file
     from tcinspect.report import Options
 
+    import sys
+
     shutil.copytree(MODELS / "two_file", tmp_path / "proj")
     layers = tmp_path / "proj" / "mypkg" / "layers.py"
     model = tmp_path / "proj" / "model.py"
+    # another project's `mypkg` already imported in this process must not stand in for this one's
+    sys.path.insert(0, str(MODELS / "two_file"))
+    try:
+        import mypkg.layers  # noqa: F401
+    finally:
+        sys.path.remove(str(MODELS / "two_file"))
     assert capture_file(model, options=Options(backend="eager")).summary.graph_breaks == 1
     layers.write_text(layers.read_text().replace('        print("hidden", h.shape)  # breaks the graph\n', ""))
     assert capture_file(model, options=Options(backend="eager")).summary.graph_breaks == 0

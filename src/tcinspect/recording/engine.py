@@ -131,8 +131,18 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
     cwd = os.getcwd()
     old_argv = list(sys.argv)
     old_path = list(sys.path)
-    old_modules = set(sys.modules)
     home = str(path.resolve().parent) + os.sep if path is not None else ""
+    # a module of the same name imported earlier from elsewhere (another project captured in this
+    # process) would shadow the one beside this file: set it aside for the capture, put it back after
+    shadowed = {}
+    if home:
+        for name, mod in list(sys.modules.items()):
+            top = name.split(".")[0]
+            if os.path.isdir(home + top) or os.path.isfile(home + top + ".py"):
+                file = getattr(mod, "__file__", None) or ""
+                if not os.path.realpath(file).startswith(home):
+                    shadowed[name] = sys.modules.pop(name)
+    old_modules = set(sys.modules)
     if path is not None:
         sys.path.insert(0, home.rstrip(os.sep))
     if argv is not None:
@@ -147,6 +157,8 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
             file = getattr(sys.modules.get(name), "__file__", None) or ""
             if os.path.realpath(file).startswith(home):
                 sys.modules.pop(name, None)
+        for name, mod in shadowed.items():
+            sys.modules.setdefault(name, mod)
 
 
 def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
