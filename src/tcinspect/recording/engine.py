@@ -366,6 +366,9 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (kernelbench.measure(model, compiled, inputs, run.step, opts)
                     if opts.bench and run.failure is None else None)
+    if measured is not None and opts.try_mode:
+        # after the recording: the other mode's compile is no part of this report
+        kernelbench.try_mode(measured, model, inputs, run.step, opts)
     return kernelbench.attach(run.report(target, device), measured)
 
 
