@@ -52,7 +52,7 @@ def divergence(rep: Report) -> RenderableType:
                     "recompiles, kernels and DDP splits", style="bold green")
     first = distributed.first_compile(divs)
     head = Text("Divergence: ", style="bold red")
-    ended = any(not d.compile_id for d in divs)
+    ended = any(d.aspect == "status" for d in divs)
     if first:
         aspects = ", ".join(d.aspect for d in divs if d.compile_id == first)
         head.append(("ranks ended differently, and " if ended else "ranks ") +

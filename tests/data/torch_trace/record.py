@@ -1,0 +1,96 @@
+"""Record TORCH_TRACE logs beside tcinspect's live report of the same run (tests/test_torchtrace.py).
+
+    python tests/data/torch_trace/record.py [MODEL ...]
+
+Each model file is captured in a child process with ``TORCH_TRACE`` set, so PyTorch's own trace
+handler writes its log while tcinspect's recorder builds the live report from the same records.
+Written to tests/data/torch_trace/torch-<version>/: ``<model>.log.gz`` (the log as torch wrote it,
+with the interpreter's and the model directory's paths rewritten to /home/user/... and each
+rewritten payload's md5 recomputed) and ``<model>.live.json.gz`` (the live report, same rewrite).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+MODELS = {
+    "tiny": ROOT / "sample_models" / "tiny.py",  # Linear -> ReLU -> x0.5, forward + backward
+    "graph_breaks": ROOT / "sample_models" / "graph_breaks.py",  # 3 graph breaks
+    "recompile_scalar": ROOT / "sample_models" / "recompile_scalar.py",  # a Python scalar changes: 1 recompile
+}
+HOME = "/home/user"
+
+
+def _child(model: str, out: str) -> None:
+    from tcinspect import serialize
+    from tcinspect.recording.engine import capture_file
+
+    rep = capture_file(model, fresh=True, quiet=True)
+    Path(out).write_text(json.dumps(serialize.to_dict(rep)), encoding="utf-8")
+
+
+def _rewrite(text: str, swaps: list[tuple[str, str]]) -> str:
+    for old, new in swaps:
+        text = text.replace(old, new)
+    return text
+
+
+def _rewrite_log(raw: str, swaps: list[tuple[str, str]]) -> str:
+    """The log with paths swapped, each payload's has_payload md5 recomputed for its new text."""
+    out: list[str] = []
+    records: list[list[str]] = []
+    for line in raw.split("\n"):
+        if line.startswith("\t") and records:
+            records[-1].append(line)
+        elif line:
+            records.append([line])
+    for rec in records:
+        head, payload = _rewrite(rec[0], swaps), [_rewrite(p, swaps) for p in rec[1:]]
+        if payload:
+            prefix, _, meta = head.partition("] ")
+            data = json.loads(meta)
+            data["has_payload"] = hashlib.md5("\n".join(p[1:] for p in payload).encode("utf-8")).hexdigest()
+            head = f"{prefix}] {json.dumps(data)}"
+        out.append("\n".join([head, *payload]))
+    return "\n".join(out) + "\n"
+
+
+def record(name: str) -> None:
+    import torch
+
+    dest = HERE / f"torch-{torch.__version__.split('+')[0]}"
+    dest.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        models, logs = t / "models", t / "trace"
+        models.mkdir()
+        model = models / MODELS[name].name
+        shutil.copy(MODELS[name], model)
+        env = dict(os.environ, TORCH_TRACE=str(logs))
+        subprocess.run([sys.executable, __file__, "--child", str(model), str(t / "live.json")], env=env, check=True)
+        swaps = [(str(models), f"{HOME}/models"), (sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv")]
+        (log,) = logs.glob("dedicated_log_torch_trace_*.log")
+        text = _rewrite_log(log.read_text(encoding="utf-8"), swaps)
+        with gzip.open(dest / f"{name}.log.gz", "wt", encoding="utf-8") as fh:
+            fh.write(text)
+        with gzip.open(dest / f"{name}.live.json.gz", "wt", encoding="utf-8") as fh:
+            fh.write(_rewrite((t / "live.json").read_text(encoding="utf-8"), [(o, n) for o, n in swaps]))
+    print(f"recorded {name} -> {dest}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        _child(sys.argv[2], sys.argv[3])
+    else:
+        for n in sys.argv[1:] or list(MODELS):
+            record(n)
