@@ -36,13 +36,13 @@ def is_report_path(file: str) -> bool:
 
 def is_torch_trace(file: str) -> bool:
     """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run."""
+    from tcinspect.recording.torchtrace import LOG_PREFIX, is_log
+
     path = Path(file)
-    if path.is_dir():
-        return True
+    if path.is_dir():  # one without a log is not taken for one (the model-file reader says what it is)
+        return any(p.name.startswith(LOG_PREFIX) for p in path.iterdir())
     if path.suffix == ".py" or not path.is_file():
         return False
-    from tcinspect.recording.torchtrace import is_log
-
     return is_log(path)
 
 

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator, Optional, Union
@@ -166,7 +167,10 @@ def iter_events(path: Union[str, Path], health: LogHealth) -> Iterator[Event]:
 def read_log(path: Union[str, Path]) -> tuple[list[Event], LogHealth]:
     """Every event of one log, and what reading it met."""
     health = LogHealth()
-    return list(iter_events(path, health)), health
+    try:
+        return list(iter_events(path, health)), health
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise TraceLogError(f"cannot read {path}: {exc}", "give the log as torch wrote it (or gzip'd whole)") from None
 
 
 def torch_version_of(events: list[Event]) -> str:
@@ -234,14 +238,21 @@ def rank_logs(directory: Union[str, Path]) -> RankLogs:
 # ----------------------------------------------------------------------------- logs -> reports
 
 
-def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 0) -> tuple[Report, tuple]:
-    """One log's report (the same function a live capture's events go through) and its DDP splits."""
+def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 0,
+               as_rank: bool = False) -> tuple[Report, tuple]:
+    """One log's report (the same function a live capture's events go through) and its DDP splits.
+
+    A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
     from tcinspect.recording import ddp
     from tcinspect.recording.fromevents import report_from_events
 
     start = time.perf_counter()
     events, health = read_log(path)
     read_s = time.perf_counter() - start
+    if not health.records and not as_rank:
+        raise TraceLogError(f"{path} holds no TORCH_TRACE record"
+                            + (f" ({health.lines_not_understood} lines not understood)" if health.lines_not_understood else ""),
+                            "give a dedicated_log_torch_trace_*.log file as torch wrote it")
     device = device_of(events)
     parse = ev_mod.parse_health(events, health.lines_not_understood, health.payload_mismatches,
                                 health.truncated_payloads, files_ignored)
@@ -258,7 +269,7 @@ TARGET_KIND = "torch_trace"
 
 def _rank_entry(args: tuple[int, str]) -> tuple[int, Report, tuple]:
     rank, path = args
-    rep, splits = log_report(path)
+    rep, splits = log_report(path, as_rank=True)
     return rank, rep, splits
 
 
