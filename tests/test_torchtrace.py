@@ -39,6 +39,14 @@ def _comparable(rep: Report, inferred: set) -> dict:
     doc = serialize.to_dict(rep, timings=False)
     for key in ("target", "options", "calls", "input_errors"):
         doc.pop(key)
+    for one in [doc, *doc.get("ranks", ())]:
+        _strip(one, inferred)
+    return doc
+
+
+def _strip(doc: dict, inferred: set) -> None:
+    doc.pop("calls", None)
+    doc.pop("input_errors", None)
     for b in doc["stages"]["dynamo"]["graph_breaks"]:
         b.pop("context")
     for r in doc["stages"]["dynamo"]["recompiles"]:
@@ -49,7 +57,6 @@ def _comparable(rep: Report, inferred: set) -> dict:
             if (o["aot_id"], k["name"]) in inferred:
                 for field in ("provenance", "source_nodes", "aten_ops", "user_lines"):
                     k.pop(field, None)
-    return doc
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -70,6 +77,24 @@ def test_a_log_reads_into_the_live_capture_s_report(name):
 
 def _names(phase) -> tuple:
     return (phase.name, tuple(_names(p) for p in phase.children)) if phase is not None else ()
+
+
+def test_a_directory_of_rank_logs_reads_into_the_live_distributed_report():
+    """torchrun's two ranks of ddp_rank_branch (rank 1 breaks the graph), logged by torch while tcinspect
+    --nproc 2 captured them: the directory gives the same merged report, ranks, DDP splits and divergence."""
+    d = CPU / "ddp_rank_branch"
+    live = serialize.from_dict(json.loads(gzip.open(d / "ddp_rank_branch.live.json.gz").read()))
+    log = torchtrace.read(d, jobs=2)
+    assert [r.rank for r in log.ranks] == [0, 1] and log.parse is None
+    inferred = {(o.aot_id, k.name) for r in log.ranks for o in r.stages.inductor.outputs for k in o.kernels
+                if k.provenance == "inferred"}
+    assert _comparable(log, inferred) == _comparable(live, inferred)
+    from tcinspect import distributed
+
+    divs = distributed.divergences(log.ranks)
+    assert divs == distributed.divergences(live.ranks)
+    assert distributed.first_compile(divs) == "4/0" and ("", "compile_ids") in [(d.compile_id, d.aspect) for d in divs]
+    assert log.ranks[0].ddp_splits and log.ranks[0].ddp_splits == live.ranks[0].ddp_splits
 
 
 def test_the_logs_hold_what_the_models_do():
@@ -175,3 +200,39 @@ def test_cli_reads_a_directory_and_a_rank(capsys, rank_dir, tmp_path):
 def test_every_reader_command_reads_a_log(capsys, command):
     code, out, err = cli(capsys, command, str(CPU / "graph_breaks.log.gz"), "-f", "yaml")
     assert code == 0 and out and "Traceback" not in err
+
+
+def test_blocks_split_anywhere_give_the_same_events(monkeypatch, tmp_path):
+    log = tmp_path / "tiny.log"
+    _copy(CPU / "tiny.log.gz", log)
+    whole, health = torchtrace.read_log(log)
+    monkeypatch.setattr(torchtrace, "_BLOCK", 7)  # records and payloads cut at every few bytes
+    pieces, small = torchtrace.read_log(log)
+    assert [(e.name, e.compile_id, e.meta, e.payload) for e in pieces] == \
+        [(e.name, e.compile_id, e.meta, e.payload) for e in whole]
+    assert (small.records, small.payload_mismatches, health.payload_mismatches) == (health.records, 0, 0)
+
+
+def test_interned_files_compiled_autograd_ids_and_records_without_a_compile_id(tmp_path):
+    import hashlib
+
+    payload = "class GraphModule(torch.nn.Module):\n    def forward(self, x):\n        return (x,)"
+    md5 = hashlib.md5(payload.encode()).hexdigest()
+    head = "V1123 07:01:04.270000 5375 torch/_dynamo/convert_frame.py:1624] "
+    lines = [
+        head + json.dumps({"str": ["/home/user/train.py", 0]}),
+        head + json.dumps({"dynamo_start": {"stack": [{"line": 3, "name": "step", "filename": 0}]},
+                           "compiled_autograd_id": 0, "frame_id": 1, "frame_compile_id": 0, "attempt": 0}),
+        head + json.dumps({"dynamo_output_graph": {}, "compiled_autograd_id": 0, "frame_id": 1,
+                           "frame_compile_id": 0, "attempt": 0, "has_payload": md5}),
+        *("\t" + ln for ln in payload.split("\n")),
+        head + json.dumps({"torch_version": {}}),  # no compile id
+    ]
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text("\n".join(lines) + "\n")
+    events, health = torchtrace.read_log(log)
+    assert (health.records, health.payload_mismatches, health.lines_not_understood) == (4, 0, 0)
+    start, graph, version = events
+    assert start.meta["stack"][0]["filename"] == "/home/user/train.py"
+    assert graph.compile_id == "!0/1/0" and graph.payload == payload  # torch's CompileId.__str__
+    assert version.compile_id == ""

@@ -7,6 +7,9 @@ handler writes its log while tcinspect's recorder builds the live report from th
 Written to tests/data/torch_trace/torch-<version>/: ``<model>.log.gz`` (the log as torch wrote it,
 with the interpreter's and the model directory's paths rewritten to /home/user/... and each
 rewritten payload's md5 recomputed) and ``<model>.live.json.gz`` (the live report, same rewrite).
+
+``ddp_rank_branch`` runs on 2 ranks (``tcinspect trace --nproc 2``, so torchrun's ranks write
+``dedicated_log_torch_trace_rank_N_*.log``): its folder holds both rank logs and the merged live report.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ MODELS = {
     "tiny": ROOT / "sample_models" / "tiny.py",  # Linear -> ReLU -> x0.5, forward + backward
     "graph_breaks": ROOT / "sample_models" / "graph_breaks.py",  # 3 graph breaks
     "recompile_scalar": ROOT / "sample_models" / "recompile_scalar.py",  # a Python scalar changes: 1 recompile
+    "ddp_rank_branch": ROOT / "sample_models" / "ddp_rank_branch.py",  # 2 ranks (gloo); rank 1 breaks the graph
 }
+RANKS = {"ddp_rank_branch": 2}
 HOME = "/home/user"
 
 
@@ -77,12 +82,21 @@ def record(name: str) -> None:
         model = models / MODELS[name].name
         shutil.copy(MODELS[name], model)
         env = dict(os.environ, TORCH_TRACE=str(logs))
-        subprocess.run([sys.executable, __file__, "--child", str(model), str(t / "live.json")], env=env, check=True)
+        if name in RANKS:  # torchrun's ranks inherit TORCH_TRACE; the parent imports no torch and writes no log
+            subprocess.run([sys.executable, "-m", "tcinspect", "trace", str(model), "--nproc", str(RANKS[name]), "--fresh",
+                            "-f", "json", "-o", str(t / "live.json")], env=env, check=True, stdout=subprocess.DEVNULL)
+        else:
+            subprocess.run([sys.executable, __file__, "--child", str(model), str(t / "live.json")], env=env, check=True)
         swaps = [(str(models), f"{HOME}/models"), (sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv")]
-        (log,) = logs.glob("dedicated_log_torch_trace_*.log")
-        text = _rewrite_log(log.read_text(encoding="utf-8"), swaps)
-        with gzip.open(dest / f"{name}.log.gz", "wt", encoding="utf-8") as fh:
-            fh.write(text)
+        found = sorted(logs.glob("dedicated_log_torch_trace_*.log"))
+        if name in RANKS:
+            dest = dest / name
+            dest.mkdir(exist_ok=True)
+        for log in found:
+            text = _rewrite_log(log.read_text(encoding="utf-8"), swaps)
+            out = log.name if name in RANKS else f"{name}.log"
+            with gzip.open(dest / f"{out}.gz", "wt", encoding="utf-8") as fh:
+                fh.write(text)
         with gzip.open(dest / f"{name}.live.json.gz", "wt", encoding="utf-8") as fh:
             fh.write(_rewrite((t / "live.json").read_text(encoding="utf-8"), [(o, n) for o, n in swaps]))
     print(f"recorded {name} -> {dest}")
