@@ -54,7 +54,7 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
     if rank is not None and not logs and nproc is None and (file is None or not is_report_path(file)):
         raise UsageError("--rank picks one rank of a TORCH_TRACE directory, a distributed report or an --nproc run",
                          "give a TORCH_TRACE log directory or a saved distributed report, or add --nproc N")
-    if logs:
+    if logs and file is not None:
         if nproc is not None:
             raise UsageError(f"{file} is a TORCH_TRACE log, read as it is: --nproc runs a model file",
                              "leave out --nproc")

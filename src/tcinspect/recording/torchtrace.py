@@ -22,7 +22,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Optional, Union
+from typing import IO, Iterator, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
 from tcinspect.recording import events as ev_mod
@@ -77,7 +77,7 @@ def is_log(path: Union[str, Path]) -> bool:
 def _open(path: Path) -> IO[bytes]:
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 - closed by the caller's with
+    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 
 def _records(fh: IO[bytes], health: LogHealth) -> Iterator[tuple[bytes, bool]]:
@@ -135,8 +135,8 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
     if name in ev_mod.IGNORED:
         return None
-    keep = payload is not None and (name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None)
-    text = payload.decode("utf-8", errors="replace") if keep else None
+    keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
+    text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
         _name_files(meta.get("dynamo_start"), strings)
     try:
@@ -346,7 +346,8 @@ def _merged(results: list[tuple[int, Report, tuple]], shown_as: str, ignored: in
         counts[2] += rep.parse.truncated_payloads
     parse = None
     if unknown or any(counts) or ignored:
-        parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), *counts, files_ignored=ignored)
+        parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
+                            payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=ignored)
     read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in results)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
