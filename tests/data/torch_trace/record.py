@@ -87,7 +87,8 @@ def record(name: str) -> None:
                             "-f", "json", "-o", str(t / "live.json")], env=env, check=True, stdout=subprocess.DEVNULL)
         else:
             subprocess.run([sys.executable, __file__, "--child", str(model), str(t / "live.json")], env=env, check=True)
-        swaps = [(str(models), f"{HOME}/models"), (sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv")]
+        swaps = [(str(models), f"{HOME}/models"), (sys.prefix, f"{HOME}/.venv"),
+                 (str(Path(sys.prefix).resolve()), f"{HOME}/.venv"), (str(ROOT), f"{HOME}/tcinspect")]
         found = sorted(logs.glob("dedicated_log_torch_trace_*.log"))
         if name in RANKS:
             dest = dest / name
