@@ -103,7 +103,7 @@ def main() -> None:
 
         first = logs[0]
         big = _repeated(first, args.repeat, t / f"x{args.repeat}-{first.name}")
-        print(f"\n| peak RSS of a child reading | log MB | largest record MB | stream events MB | whole report MB |"
+        print("\n| peak RSS of a child reading | log MB | largest record MB | stream events MB | whole report MB |"
               "\n|---|---:|---:|---:|---:|")
         _, base = _child("pass")
         print(f"| python -c pass (the interpreter) | | | {base:.0f} | |")
