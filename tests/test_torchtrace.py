@@ -24,12 +24,14 @@ from tcinspect.report import Report
 
 DATA = Path(__file__).parent / "data" / "torch_trace"
 CPU = DATA / "torch-2.13.0"
+GPU = DATA / "torch-2.11.0-cuda"
 H100 = DATA / "torch-2.11.0-h100" / "transformer_block.log.gz"
-MODELS = ("tiny", "graph_breaks", "recompile_scalar")
+RUNS = [(CPU, m) for m in ("tiny", "graph_breaks", "recompile_scalar")] + \
+    [(GPU, m) for m in ("tiny", "graph_breaks", "transformer_block", "lenet_triton_relu")]
 
 
-def _live(name: str) -> Report:
-    return serialize.from_dict(json.loads(gzip.open(CPU / f"{name}.live.json.gz").read()))
+def _live(name: str, where: Path = CPU) -> Report:
+    return serialize.from_dict(json.loads(gzip.open(where / f"{name}.live.json.gz").read()))
 
 
 def _comparable(rep: Report, inferred: set) -> dict:
@@ -51,6 +53,10 @@ def _strip(doc: dict, inferred: set) -> None:
         b.pop("context")
     for r in doc["stages"]["dynamo"]["recompiles"]:
         r.pop("input_set")  # which input set a recompile came from: the capture loop's, not torch's
+    for k in doc["stages"]["aot_autograd"]["user_kernels"]:
+        # read live from torch's kernel side table; a log has the copy in Inductor's output code instead
+        k.pop("constant_args")
+        k.pop("source")
     for o in doc["stages"]["inductor"]["outputs"]:
         for k in o["kernels"]:
             k.pop("modules")  # module paths come from tcinspect's own provenance record only
@@ -59,10 +65,10 @@ def _strip(doc: dict, inferred: set) -> None:
                     k.pop(field, None)
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_a_log_reads_into_the_live_capture_s_report(name):
-    live, log = _live(name), torchtrace.read(CPU / f"{name}.log.gz")
-    assert log.torch_version == live.torch_version and log.device == live.device == "cpu"
+@pytest.mark.parametrize(("where", "name"), RUNS, ids=[f"{w.name}-{m}" for w, m in RUNS])
+def test_a_log_reads_into_the_live_capture_s_report(where, name):
+    live, log = _live(name, where), torchtrace.read(where / f"{name}.log.gz")
+    assert log.torch_version == live.torch_version and log.device == live.device == ("cpu" if where == CPU else "cuda")
     inferred = {(o.aot_id, k.name) for o in log.stages.inductor.outputs for k in o.kernels if k.provenance == "inferred"}
     # only backward kernels lack Inductor's statement in a log (tcinspect's own record carried it live)
     assert {o.part for o in log.stages.inductor.outputs
