@@ -321,7 +321,11 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int,
 
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
+        return [_rank_entry(e) for e in entries]
+    with pool:
         return list(pool.map(_rank_entry, entries, chunksize=1))
 
 
