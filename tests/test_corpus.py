@@ -194,3 +194,15 @@ def test_a_directory_without_rank_logs_and_a_missing_rank(capsys, tmp_path):
     assert code == 2 and out == "" and "holds no log of rank 5 (ranks 0-1)" in err and "Traceback" not in err
     code, out, err = cli(capsys, "trace", str(MODELS / "no_model.py"), "--rank", "1")
     assert code == 2 and "--rank picks one rank" in err
+
+
+def test_a_rank_log_that_cannot_be_read_fails_that_rank_only(capsys, tmp_path):
+    import shutil
+
+    shutil.copy(LOG, tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz")
+    (tmp_path / "dedicated_log_torch_trace_rank_1_x.log.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    code, out, err = cli(capsys, "trace", str(tmp_path), "-s", "summary")
+    errors = [ln for ln in err.splitlines() if ln.startswith("tcinspect: error:")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1
+    assert errors[0].startswith("tcinspect: error: rank 1 of 2: cannot read") and " — " in errors[0]
+    assert "Ranks · 2 (TORCH_TRACE logs)" in out and "graphs" in out  # rank 0 is still shown

@@ -267,9 +267,13 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
 TARGET_KIND = "torch_trace"
 
 
-def _rank_entry(args: tuple[int, str]) -> tuple[int, Report, tuple]:
+def _rank_entry(args: tuple[int, str]) -> tuple[int, Union[Report, TraceLogError], tuple]:
+    """One rank's report, or why its log cannot be read (the other ranks are still read)."""
     rank, path = args
-    rep, splits = log_report(path, as_rank=True)
+    try:
+        rep, splits = log_report(path, as_rank=True)
+    except TraceLogError as exc:
+        return rank, exc, ()
     return rank, rep, splits
 
 
@@ -311,7 +315,7 @@ def _ranks(ranks: dict[int, Path]) -> str:
     return ranks_text(list(ranks)).split(" ", 1)[1]
 
 
-def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int, Report, tuple]]:
+def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int, Union[Report, TraceLogError], tuple]]:
     """Each rank's report, read in parallel by a pool of processes (in rank order)."""
     workers = min(len(entries), jobs or os.cpu_count() or 1)
     if workers <= 1:
@@ -329,18 +333,23 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int,
         return list(pool.map(_rank_entry, entries, chunksize=1))
 
 
-def _merged(results: list[tuple[int, Report, tuple]], shown_as: str, ignored: int) -> Report:
-    """Rank reports merged as a distributed capture's are: the lowest rank's on top, every rank under ranks."""
+def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], shown_as: str, ignored: int) -> Report:
+    """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
+    ranks (one whose log cannot be read has status ``error``)."""
     from tcinspect import distributed
     from tcinspect.report import OK, RankReport
 
-    ranks = [RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
+    ranks = [RankReport(rank=r, status="error", error=rep.one_line()) if isinstance(rep, TraceLogError) else
+             RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                         stages=rep.stages, compiles=rep.compiles, ddp_splits=splits, compile_time=rep.compile_time)
              for r, rep, splits in results]
-    base = results[0][1]
+    read = [(r, rep, splits) for r, rep, splits in results if isinstance(rep, Report)]
+    if not read:
+        raise cast(TraceLogError, results[0][1])
+    base = read[0][1]
     unknown: dict[str, int] = {}
     counts = [0, 0, 0]
-    for _, rep, _ in results:
+    for _, rep, _ in read:
         if rep.parse is None:
             continue
         for e in rep.parse.unknown_events:
@@ -352,7 +361,7 @@ def _merged(results: list[tuple[int, Report, tuple]], shown_as: str, ignored: in
     if unknown or any(counts) or ignored:
         parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
                             payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=ignored)
-    read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in results)
+    read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in read)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
     return distributed.merge(base, ranks)
