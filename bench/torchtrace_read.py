@@ -67,6 +67,27 @@ def _largest_payload(log: Path) -> int:
         return max(len(rec) for rec, _ in torchtrace._records(fh, health))
 
 
+def _timed_rank(entry: tuple[int, str]) -> float:
+    """Seconds to read one rank's report (run in the pool's workers, or in this process)."""
+    from tcinspect.recording import torchtrace
+
+    start = time.perf_counter()
+    torchtrace._rank_entry(entry)
+    return time.perf_counter() - start
+
+
+def _inside(directory: Path, n: int, jobs: int) -> float:
+    """The sum of the per-rank times, read by ``jobs`` processes (forked, as the reader's pool is)."""
+    entries = [(r, str(directory / f"dedicated_log_torch_trace_rank_{r}_bench.log")) for r in range(n)]
+    if jobs == 1:
+        return sum(_timed_rank(e) for e in entries)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return sum(pool.map(_timed_rank, entries))
+
+
 STREAM = ("import sys; from tcinspect.recording import torchtrace as t; h = t.LogHealth(); "
           "n = sum(1 for _ in t.iter_events(sys.argv[1], h)); assert n")
 REPORT = "import sys; from tcinspect.recording import torchtrace as t; t.read(sys.argv[1], jobs=int(sys.argv[2]))"
@@ -125,6 +146,10 @@ def main() -> None:
                 wall, rss = _child(REPORT, str(d), str(jobs))
                 print(f"| {n} | {mb:.0f} | {jobs} | {wall:.2f} | {wall / n:.3f} | {mb / wall:.0f} | {mb / wall / jobs:.0f} "
                       f"| {rss:.0f} |")
+        if cores > 1:
+            alone, pooled = _inside(d, n, 1), _inside(d, n, cores)
+            print(f"\nper-rank read time of the {n} ranks, summed: {alone:.2f} s in one process, {pooled:.2f} s inside "
+                  f"{cores} pool workers ({pooled / alone:.2f}×: the workers' share of the cores)")
         print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)")
 
 
