@@ -197,6 +197,12 @@ def test_cli_reads_a_directory_and_a_rank(capsys, rank_dir, tmp_path):
     assert code == 0 and "ranks" not in json.loads(out)
     code, out, err = cli(capsys, "check", str(rank_dir), "--max-graph-breaks", "0")
     assert code == 0, err
+    merged = tmp_path / "merged.yaml"  # a saved merged report answers --rank too
+    code, _, err = cli(capsys, "trace", str(rank_dir), "-o", str(merged), "-f", "yaml")
+    code, out, err = cli(capsys, "breaks", str(merged), "--rank", "2", "-f", "json")
+    assert code == 0 and "ranks" not in json.loads(out)
+    code, out, err = cli(capsys, "breaks", str(merged), "--rank", "9")
+    assert code == 2 and "has no rank 9 (ranks 0-3)" in err
     report = tmp_path / "r.yaml"
     code, _, err = cli(capsys, "trace", str(CPU / "tiny.log.gz"), "-o", str(report))
     code, out, err = cli(capsys, "diff", str(report), str(CPU / "graph_breaks.log.gz"), "-f", "json")
