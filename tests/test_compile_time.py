@@ -91,6 +91,60 @@ def test_unmatched_spans_are_counted_not_placed():
     assert ct.unmatched_spans == 3  # the lone end, the span closed early, the one left open
 
 
+def test_cache_states_and_bypass_reasons_by_part():
+    bypass = json.dumps({"cache_state": "bypass", "cache_bypass_reason": "Unsupported post grad custom pass"})
+    evs = [
+        _span("B", "entire_frame_compile", 0),
+        Event("aotautograd_cache_bypass", 0, 0, payload=json.dumps({"cache_bypass_reason": "unsupported op x"})),
+        Event("fx_graph_cache_bypass", 0, 0, payload=bypass),
+        _span("E", "entire_frame_compile", 1_000_000),
+        _span("B", "entire_backward_compile", 2_000_000),
+        Event("fx_graph_cache_miss", 0, 0, payload="{}"),
+        _span("E", "entire_backward_compile", 2_500_000),
+        # a warm compile: an AOTAutograd hit loads the forward's and the backward's FX graph
+        _span("B", "entire_frame_compile", 3_000_000, (1, 0)),
+        _span("B", "AOTAutogradCache.inductor_load", 3_100_000, (1, 0)),
+        Event("fx_graph_cache_hit", 1, 0, payload="{}"),
+        Event("fx_graph_cache_hit", 1, 0, payload="{}"),
+        _span("E", "AOTAutogradCache.inductor_load", 3_200_000, (1, 0)),
+        Event("aotautograd_cache_hit", 1, 0, payload=json.dumps({"time_saved_ms": 1500})),
+        _span("E", "entire_frame_compile", 3_300_000, (1, 0)),
+    ]
+    ct = compiletime.build(evs)
+    seen = {(t.compile_id, t.part): [(c.cache, c.part, c.state, c.reason, c.saved_s) for c in t.caches]
+            for t in ct.compiles}
+    assert seen == {
+        ("0/0", "forward"): [("aot_autograd", "", "bypass", "unsupported op x", 0.0),
+                             ("fx_graph", "forward", "bypass", "Unsupported post grad custom pass", 0.0)],
+        ("0/0", "backward"): [("fx_graph", "backward", "miss", "", 0.0)],
+        ("1/0", "forward"): [("fx_graph", "forward", "hit", "", 0.0), ("fx_graph", "backward", "hit", "", 0.0),
+                             ("aot_autograd", "", "hit", "", 1.5)],
+    }
+    found = [(f.kind, f.compile_id) for f in ct.findings]
+    assert found.count(("cache_bypass", "0/0")) == 2
+    fix = next(f.fix for f in ct.findings if "custom pass" in f.message)
+    assert "uuid()" in fix
+    # the load of cached graphs is cache time
+    (load,) = [c for c in ct.compiles if c.compile_id == "1/0"][0].root.children
+    assert load.group == "cache"
+
+
+def test_a_report_without_spans_still_answers():
+    """An older report has no compile_time section: the command shows its compiles' totals."""
+    from tcinspect.report import CompileMetrics
+
+    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
+                 compiles=(CompileMetrics("0/0", "forward", entire_frame_compile_time_s=2.5),))
+    doc = views.document(rep)
+    assert (doc["total_s"], doc["phase_tree"], doc["compiles"][0]["phases_s"]) == (2.5, False, {"other": 2.5})
+    from rich.console import Console
+
+    console = Console(width=120, record=True)
+    console.print(render.table(rep))
+    assert "totals only" in console.export_text()
+    assert json.loads(render.chrome_trace(rep)) == {"traceEvents": [], "displayTimeUnit": "ms"}
+
+
 def test_every_group_name_is_known():
     assert set(render.COLOURS) == set(compiletime.GROUPS) == set(compiletime.GROUP_TITLES)
     assert compiletime.group_of("pass.post_grad_passes.remove_noop_ops") == "graph_passes"
@@ -176,7 +230,7 @@ def test_html_timeline_is_inline_svg():
 
 
 @needs_browser
-def test_timeline_draws_in_the_browser(browser, tmp_path):
+def test_timeline_draws_in_the_browser(browser, tmp_path):  # noqa: F811
     path = tmp_path / "ct.html"
     path.write_text(html.render(_report(compiletime.build(synthetic()))), encoding="utf-8")
     opened = Opened(browser, path)
@@ -330,6 +384,25 @@ def test_recorded_trace_gives_the_same_section(warm, tmp_path, monkeypatch):
     assert rep.compile_time is not None and compiletime.build(read_jsonl(path)) == rep.compile_time
 
 
+@pytest.mark.distributed
+def test_perfetto_has_a_process_per_rank_of_a_real_distributed_run(tmp_path):
+    from conftest import run_cli
+
+    out, trace = tmp_path / "ddp.json", tmp_path / "perfetto.json"
+    proc = run_cli("trace", "sample_models/ddp_mlp.py", "--nproc", "2", "--backend", "aot_eager", "--stage", "summary",
+                   "-o", str(out), env={"TCINSPECT_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = serialize.load(out)
+    assert all(r.compile_time is not None and r.compile_time.compiles for r in rep.ranks)
+    proc = run_cli("compile-time", str(out), "--perfetto", str(trace), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    _nesting_ok(events)
+    assert {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"} == {0: "rank 0", 1: "rank 1"}
+    assert {e["pid"] for e in events if e["ph"] == "X"} == {0, 1}
+    assert [r["rank"] for r in json.loads(proc.stdout)["ranks"]] == [0, 1]
+
+
 def test_perfetto_file_of_a_real_compile(cold, tmp_path):
     rep, _ = cold
     data = json.loads(render.chrome_trace(rep))
@@ -358,8 +431,9 @@ def test_compile_time_command_on_a_saved_report(capsys, saved, tmp_path):
     assert doc["caches"]["fx_graph"] == {"miss": 2} and doc["caches"]["aot_autograd"] == {"miss": 1}
     assert doc["findings"] and all(f["fix"] for f in doc["findings"])
     _nesting_ok(json.loads(trace.read_text())["traceEvents"])
-    code, out, _ = cli(capsys, "compile-time", str(saved))
+    code, out, _ = cli(capsys, "compile-time", str(saved), "--tree")
     assert code == 0 and "Slowest compiles" in out and "What to do" in out
+    assert "0/0 forward (entire_frame_compile)" in out and "0/0 backward (entire_backward_compile)" in out
     page = tmp_path / "page.html"
     code, _, _ = cli(capsys, "compile-time", str(saved), "-o", str(page))
     assert code == 0 and '<svg class="ct"' in page.read_text()
@@ -393,6 +467,17 @@ def test_check_compile_time_budget_and_baseline_tolerance(capsys, saved, tmp_pat
     cli(capsys, "check", str(saved), "--baseline", str(plain), "--update")
     code, _, err = cli(capsys, "check", str(saved), "--baseline", str(plain), "--compile-time-tolerance", "50")
     assert code == 2 and "has no compile time" in err
+
+
+def test_config_compile_time_budget():
+    from tcinspect import checks
+    from tcinspect.errors import UsageError
+
+    limits = checks.parse_limits({"max_compile_time": 90, "max_graph_breaks": 0}, "pyproject.toml")
+    assert (limits.compile_time_s, limits.graph_breaks) == (90.0, 0) and limits.any()
+    assert checks.merged_limits(checks.Limits(), checks.Config(limits=limits), "m.py").compile_time_s == 90.0
+    with pytest.raises(UsageError, match="max_compile_time must be a number of seconds"):
+        checks.parse_limits({"max_compile_time": "fast"}, "pyproject.toml")
 
 
 def test_renderers_stay_torch_free():

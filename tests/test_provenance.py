@@ -292,14 +292,27 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     from tcinspect.recording.events import read_jsonl
 
     path = next(p for p in RECORDED if "-mlp-" in p.name)
-    events = [dc_replace(e, payload=damage) if e.name in (provenance.NODE_MAPPINGS, provenance.OWN) else e
-              for e in read_jsonl(path)]
+    # the mapping damaged, and no tcinspect record beside it (as in a log written by torch alone)
+    events = [dc_replace(e, payload=damage) if e.name == provenance.NODE_MAPPINGS else e
+              for e in read_jsonl(path) if e.name != provenance.OWN]
     stages, _ = assemble.build(events)
     kernels = [k for o in stages.inductor.outputs for k in o.kernels]
     assert kernels and all(k.provenance == provenance.INFERRED for k in kernels)
     st = provenance.Statement()
     provenance.add_event(st, provenance.NODE_MAPPINGS, damage)
     assert st.malformed == [provenance.NODE_MAPPINGS]
+    # counted in the report's parse section and said in one line
+    from tcinspect.recording.events import parse_health
+    from tcinspect.render.table import parse_warning
+    from tcinspect.report import Report
+
+    health = parse_health(events, unreadable=provenance.unreadable(events))
+    mappings = sum(1 for e in events if e.name == provenance.NODE_MAPPINGS)
+    assert {e.name: e.count for e in health.artifacts_not_understood} == {provenance.NODE_MAPPINGS: mappings}
+    from tcinspect.report import Target
+
+    line = parse_warning(Report(torch_version="2.13.0", device="cpu", target=Target(kind="model"), parse=health))
+    assert "\n" not in line and "marked inferred" in line
 
 
 # ----------------------------------------------------------------------------- on a GPU

@@ -210,13 +210,11 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise UsageError(f"{where}: {key} must be a whole number >= 0, not {v!r}", f"fix {key} in {where}")
             kwargs[m] = v
-    if "max_compile_time" in values:
-        v = values["max_compile_time"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise UsageError(f"{where}: max_compile_time must be a number of seconds > 0, not {v!r}",
-                             f"fix max_compile_time in {where}")
-        kwargs["compile_time_s"] = float(v)
-    return Limits(**kwargs)
+    seconds = values.get("max_compile_time")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
+        raise UsageError(f"{where}: max_compile_time must be a number of seconds > 0, not {seconds!r}",
+                         f"fix max_compile_time in {where}")
+    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None)
 
 
 @dataclass(frozen=True)

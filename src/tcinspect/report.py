@@ -293,6 +293,8 @@ class Options:
     aoti: bool = False  # export: also compile and package with AOTInductor, and compare with eager
     #: ``codegen --bench``: time every kernel this many runs on the GPU (0: no kernel benchmark)
     bench: int = 0
+    #: ``codegen --bench --try-mode MODE``: also time the step compiled with this torch.compile mode
+    try_mode: str = ""
 
 
 def options_from_json(data: dict) -> Options:
@@ -414,6 +416,9 @@ class ParseHealth:
     unknown_events: tuple[EventCount, ...] = ()
     #: Lines of an events file that were not a structured-trace record (e.g. cut short by a crash).
     lines_not_understood: int = 0
+    #: Known artifacts whose payload could not be read (e.g. a damaged provenance mapping: the kernels
+    #: it describes are marked ``provenance: inferred``).
+    artifacts_not_understood: tuple[EventCount, ...] = ()
     #: TORCH_TRACE logs: payloads whose md5 is not the record's has_payload (read as they are).
     payload_mismatches: int = 0
     #: TORCH_TRACE logs: a last payload cut short (the file ends inside it; the job was killed).
@@ -424,8 +429,8 @@ class ParseHealth:
     @property
     def damaged(self) -> bool:
         """Whether anything was not understood (``--strict`` fails on it); skipped files are not damage."""
-        return bool(self.unknown_events or self.lines_not_understood or self.payload_mismatches
-                    or self.truncated_payloads)
+        return bool(self.unknown_events or self.lines_not_understood or self.artifacts_not_understood
+                    or self.payload_mismatches or self.truncated_payloads)
 
 
 @dataclass(frozen=True)
@@ -625,6 +630,51 @@ class KernelTiming:
     pct_of_roofline: float = 0.0  # achieved / attainable at its arithmetic intensity
     share: float = 0.0  # percent of the summed kernel time
     note: str = ""
+    #: Its GPU time in the real step (µs, the median over StepProfile.steps profiled steps, all the GPU
+    #: kernels it ran as, e.g. two for a cuBLAS call); 0 when not matched. Warm L2, real ordering.
+    in_step_us: float = 0.0
+    in_step_kernels: int = 0  # the GPU kernels this launch ran as in one step
+
+
+@dataclass(frozen=True)
+class StepGap:
+    """A stretch of the step with the GPU idle, and the kernels on either side."""
+
+    idle_us: float
+    after: str  # "0/0 forward triton_poi_fused_add_0", or a kernel outside the compiled graphs
+    before: str
+    boundary: str = ""  # "graph boundary" when the two sides are different graphs (or one is outside them)
+
+
+@dataclass(frozen=True)
+class TimeShare:
+    """GPU time of the step spent on kernels from one user line or one module."""
+
+    key: str  # "file.py:12" or a module path
+    us: float
+    pct: float  # of the in-step kernel time of the compiled graphs
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """The real compiled step under torch.profiler (CUPTI), kernel events matched to the catalog."""
+
+    steps: int
+    method: str
+    wall_us: float  # median step: from the step's start on the CPU to the last kernel's end on the GPU
+    gpu_busy_us: float  # union of the step's GPU kernel intervals
+    gpu_busy_pct: float
+    launches: int  # GPU kernels per step
+    cpu_between_launches_us: float  # median CPU time from one kernel launch call to the next
+    in_graph_us: float  # summed in-step time of the catalog's kernels
+    outside_us: float  # GPU kernels outside the compiled graphs (eager code, optimizer, ...)
+    outside_kernels: int
+    verdict: str  # GPU-bound | launch-bound | CPU-bound between graphs
+    evidence: str
+    suggestion: str
+    gaps: tuple[StepGap, ...] = ()
+    by_line: tuple[TimeShare, ...] = ()
+    by_module: tuple[TimeShare, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -653,6 +703,7 @@ class KernelBench:
     #: (µs): measured with a 1-element kernel, subtracted from every time.
     launch_overhead_us: float = 0.0
     notes: tuple[str, ...] = ()
+    step: Optional[StepProfile] = None  # the real step under the profiler (in-step times, where time goes)
 
 
 # ----------------------------------------------------------------------------- compile time

@@ -1,6 +1,6 @@
 """Record the structured traces tests/test_recorded_traces.py parses, with torch's own counts beside them.
 
-    python tests/data/record_traces.py [MODEL ...]
+    python tests/data/record_traces.py [MODEL ...]     # gpt2_tiny needs `pip install transformers`
 
 Runs each model with the torch of the running interpreter, cold (a private Inductor cache), and
 writes tests/data/cpu-traces/<torch version>/<model>.jsonl.gz: every structured-trace record, one
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "cpu-traces"
-#: name -> (model file, run backward when the output needs a gradient)
+#: name -> model file (backward runs wherever the output needs a gradient)
 MODELS = {
     "tiny": ROOT / "sample_models" / "tiny.py",  # Linear -> ReLU -> x0.5, forward + backward
     "graph_breaks": ROOT / "sample_models" / "graph_breaks.py",  # print, data-dependent if, sorted: 3 breaks

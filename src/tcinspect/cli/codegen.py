@@ -34,7 +34,11 @@ LineOpt = Annotated[Optional[str], typer.Option(
 ModuleOpt = Annotated[Optional[str], typer.Option(
     "--module", help="What did this module become? The kernels made from module PATH or its submodules, "
                      "e.g. transformer.h.0.attn.", show_default=False)]
-SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: time (slowest first), peak (furthest "
+TryModeOpt = Annotated[Optional[str], typer.Option(
+    "--try-mode", help="With --bench: also compile with this torch.compile mode (e.g. reduce-overhead, CUDA graphs) "
+                       "and time its step beside the default's.", show_default=False)]
+SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: step (most GPU time in the real step "
+                                                     "first), time (slowest isolated replay first), peak (furthest "
                                                      "below the roofline first) or launch.")]
 
 
@@ -50,7 +54,8 @@ def codegen(
     save: SaveOpt = None,
     bench: BenchOpt = False,
     bench_runs: BenchRunsOpt = 100,
-    sort: SortOpt = "time",
+    sort: SortOpt = "step",
+    try_mode: TryModeOpt = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
     model: c.ModelOpt = "model",
@@ -71,8 +76,14 @@ def codegen(
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
     fmt = c.check_format(fmt)
     opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
+    if try_mode is not None and not bench:
+        raise UsageError("--try-mode measures a mode beside --bench's step", "add --bench")
+    if try_mode is not None and try_mode not in TRY_MODES:
+        raise UsageError(f"--try-mode {try_mode!r} is not a torch.compile mode", f"pass one of {', '.join(TRY_MODES)}")
     if bench:
         opts = _bench_options(opts, bench_runs, sort, wrapper or save is not None)
+        if try_mode:
+            opts = replace(opts, try_mode=try_mode)
     if line is not None and module is not None:
         raise UsageError("--line and --module are two questions", "ask one at a time")
     if line is not None:
@@ -109,10 +120,14 @@ def _show_query(rep: Report, query: tuple[str, str], fmt: str, output: Optional[
     c.emit_document(doc, fmt, output, lambda: render.query(f"{what} {value}", matches, shares))
 
 
+#: torch.compile's modes (torch/__init__.py: compile's ``mode``)
+TRY_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
 def _bench_options(opts: Options, runs: int, sort: str, other_view: bool) -> Options:
     """--bench: the capture times the kernels (a cache entry without timings never answers it)."""
     if sort not in BENCH_SORTS:
-        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort time, peak or launch")
+        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     if other_view:
         raise UsageError("--bench is a view of its own", "leave out --wrapper and --save with --bench")
     return replace(opts, bench=runs, device=opts.device or "cuda")

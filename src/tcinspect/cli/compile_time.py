@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -25,6 +25,8 @@ def compile_time(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
     perfetto: PerfettoOpt = None,
+    tree: Annotated[bool, typer.Option("--tree", help="Also show each compile's phase tree (spans of 1% of it or "
+                                                      "more).")] = False,
     fmt: FormatOpt = "table",
     output: c.OutputOpt = None,
     model: c.ModelOpt = "model",
@@ -46,13 +48,15 @@ def compile_time(
     fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
     opts = c.options(backend, mode, False, dynamic, no_backward, device)
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout, nproc=nproc,
-                  launcher_args=torchrun_arg, show=lambda rep: _show(rep, fmt, output, perfetto))
+                  launcher_args=torchrun_arg, show=lambda rep: _show(rep, fmt, output, perfetto, tree))
 
 
-def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path]) -> None:
+def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path], tree: bool) -> None:
     from tcinspect import compile_time as views
     from tcinspect import distributed
     from tcinspect.render import compiletime as render
+    from rich.console import Group
+
     from tcinspect.render import ranks
 
     if perfetto is not None:
@@ -69,5 +73,7 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
         c.emit(rep, "html" if fmt == "html" else fmt, output, lambda: render.table(rep),
                pages={"html": lambda: html.render(rep)})
         return
-    c.emit_document(distributed.document(rep, views.document), fmt, output,
-                    lambda: ranks.per_rank(rep, render.table, lambda r: None))
+    def table(r: Report) -> Any:
+        return Group(render.table(r), render.trees(r)) if tree else render.table(r)
+
+    c.emit_document(distributed.document(rep, views.document), fmt, output, lambda: ranks.per_rank(rep, table, id))

@@ -229,18 +229,26 @@ def is_known(name: str) -> bool:
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT) or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
-def parse_health(events: Iterable[Event], lines_not_understood: int = 0, payload_mismatches: int = 0,
+def parse_health(events: Iterable[Event], lines_not_understood: int = 0,
+                 unreadable: Optional[dict[str, int]] = None, payload_mismatches: int = 0,
                  truncated_payloads: int = 0, files_ignored: int = 0) -> Optional[ParseHealth]:
-    """What the parser did not understand in a run's events; None when it understood everything."""
+    """What the parser did not understand in a run's events; None when it understood everything.
+
+    ``unreadable``: known artifacts whose payload a stage parser could not read, by name
+    (recording/provenance.py: ``unreadable``). The other counts are a TORCH_TRACE log's
+    (recording/torchtrace.py).
+    """
     unknown: dict[str, int] = {}
     for ev in events:
         if not is_known(ev.name):
             unknown[ev.name] = unknown.get(ev.name, 0) + 1
-    if not (unknown or lines_not_understood or payload_mismatches or truncated_payloads or files_ignored):
+    if not (unknown or lines_not_understood or unreadable or payload_mismatches or truncated_payloads or files_ignored):
         return None
     return ParseHealth(unknown_events=tuple(EventCount(n, c) for n, c in unknown.items()),
-                       lines_not_understood=lines_not_understood, payload_mismatches=payload_mismatches,
-                       truncated_payloads=truncated_payloads, files_ignored=files_ignored)
+                       lines_not_understood=lines_not_understood,
+                       artifacts_not_understood=tuple(EventCount(n, c) for n, c in (unreadable or {}).items()),
+                       payload_mismatches=payload_mismatches, truncated_payloads=truncated_payloads,
+                       files_ignored=files_ignored)
 
 
 def by_compile_id(events: Iterable[Event]) -> dict[str, list[Event]]:

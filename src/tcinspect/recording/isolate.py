@@ -87,7 +87,7 @@ def _signal_name(code: Optional[int]) -> str:
 
 def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
-    from tcinspect.recording import assemble, compiletime
+    from tcinspect.recording import assemble, compiletime, provenance
     from tcinspect.recording.events import parse_health, read_trace
 
     # the child may have been stopped in the middle of writing a line
@@ -105,7 +105,7 @@ def partial_report(events_file: Path, path: Path, model_name: str, options: Opti
     return Report(torch_version=installed_torch_version(), device=options.device or "?",
                   target=Target(kind="model", path=str(path), model_name=model_name),
                   options=options, stages=stages, compiles=metrics, error=f"{stage} stage: {why}",
-                  parse=parse_health(evs, bad), compile_time=compiletime.build(evs, stages.dynamo.recompiles))
+                  parse=parse_health(evs, bad, unreadable=provenance.unreadable(evs)), compile_time=compiletime.build(evs, stages.dynamo.recompiles))
 
 
 def _child(request_path: str) -> int:

@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from tcinspect.recording.events import PROVENANCE_ARTIFACT
 from tcinspect.report import Graph, Kernel, SourceLocation
@@ -99,6 +99,18 @@ def add_event(st: Statement, name: str, payload: str) -> None:
         for k, nodes in kernels.items():
             st.kernels.setdefault(k, nodes)  # Inductor's own mapping artifact wins where it has the kernel
         st.modules.update({str(k): str(v) for k, v in modules.items()})
+
+
+def unreadable(events: Iterable[Any]) -> dict[str, int]:
+    """Provenance artifacts among ``events`` whose payload cannot be read, counted by name (Report.parse)."""
+    out: dict[str, int] = {}
+    for e in events:
+        if e.name in (NODE_MAPPINGS, STACK_TRACES, OWN):
+            st = Statement()
+            add_event(st, e.name, e.payload)
+            if st.malformed:
+                out[e.name] = out.get(e.name, 0) + 1
+    return out
 
 
 def frames_of(stack: str) -> list[SourceLocation]:

@@ -243,7 +243,7 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
     """One log's report (the same function a live capture's events go through) and its DDP splits.
 
     A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
-    from tcinspect.recording import ddp
+    from tcinspect.recording import ddp, provenance
     from tcinspect.recording.fromevents import report_from_events
 
     start = time.perf_counter()
@@ -254,8 +254,9 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
                             + (f" ({health.lines_not_understood} lines not understood)" if health.lines_not_understood else ""),
                             "give a dedicated_log_torch_trace_*.log file as torch wrote it")
     device = device_of(events)
-    parse = ev_mod.parse_health(events, health.lines_not_understood, health.payload_mismatches,
-                                health.truncated_payloads, files_ignored)
+    parse = ev_mod.parse_health(events, lines_not_understood=health.lines_not_understood,
+                                unreadable=provenance.unreadable(events), payload_mismatches=health.payload_mismatches,
+                                truncated_payloads=health.truncated_payloads, files_ignored=files_ignored)
     rep = report_from_events(
         events, target=Target(kind=TARGET_KIND, path=shown_as or str(path)),
         options=Options(backend=backend_of(events), device=device), device=device,
@@ -348,18 +349,22 @@ def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], show
         raise cast(TraceLogError, results[0][1])
     base = read[0][1]
     unknown: dict[str, int] = {}
+    artifacts: dict[str, int] = {}
     counts = [0, 0, 0]
     for _, rep, _ in read:
         if rep.parse is None:
             continue
         for e in rep.parse.unknown_events:
             unknown[e.name] = unknown.get(e.name, 0) + e.count
+        for e in rep.parse.artifacts_not_understood:
+            artifacts[e.name] = artifacts.get(e.name, 0) + e.count
         counts[0] += rep.parse.lines_not_understood
         counts[1] += rep.parse.payload_mismatches
         counts[2] += rep.parse.truncated_payloads
     parse = None
-    if unknown or any(counts) or ignored:
+    if unknown or artifacts or any(counts) or ignored:
         parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
+                            artifacts_not_understood=tuple(EventCount(n, c) for n, c in artifacts.items()),
                             payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=ignored)
     read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in read)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,

@@ -104,6 +104,42 @@ def table(rep: Report) -> RenderableType:
     return Group(*parts)
 
 
+def trees(rep: Report, share: float = 0.01) -> RenderableType:
+    """Each compile's phase tree, slowest compile first: inclusive and exclusive seconds, with a span's
+    own time (not in any span inside it) as "other"; spans under ``share`` of the compile are summed."""
+    from rich.tree import Tree
+
+    ct = views.compile_time_of(rep)
+    parts: list[RenderableType] = []
+    for t in views.slowest(ct, len(ct.compiles)):
+        if t.root is None:
+            continue
+        floor = share * t.root.seconds
+
+        def add(node: Tree, p: Phase) -> None:
+            small = [c for c in p.children if c.seconds < floor]
+            for c in p.children:
+                if c.seconds >= floor:
+                    add(node.add(_row(c.name, c.group, c.seconds, c.self_s)), c)
+            if small:
+                node.add(Text(f"{len(small)} smaller span{'s' if len(small) > 1 else ''}  "
+                                  f"{sum(c.seconds for c in small):.3f} s", style="dim"))
+            if p.children and p.self_s >= floor:
+                node.add(Text(f"other  {p.self_s:.3f} s", style="dim"))
+
+        tree = Tree(_row(f"{t.compile_id} {t.part} ({t.root.name})", t.root.group, t.root.seconds, t.root.self_s))
+        add(tree, t.root)
+        parts.append(tree)
+    return Group(*parts) if parts else Text("no phase spans in this report", style="yellow")
+
+
+def _row(name: str, group: str, seconds: float, own: float) -> Text:
+    text = Text(name, style="bold" if seconds >= 1 else "")
+    text.append(f"  {seconds:.3f} s", style="")
+    text.append(f"  ({own:.3f} s own · {group})", style="dim")
+    return text
+
+
 # ----------------------------------------------------------------------------- Chrome trace events
 
 

@@ -83,6 +83,9 @@ def parse_warning(rep: Report) -> str:
                     f"know ({names}): torch {rep.torch_version} may record something this tcinspect does not read")
     if rep.parse.lines_not_understood:
         said.append(f"{rep.parse.lines_not_understood} lines of the events file were not a record")
+    if rep.parse.artifacts_not_understood:
+        names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.artifacts_not_understood)
+        said.append(f"artifacts that could not be read ({names}): the kernels they describe are marked inferred")
     if rep.parse.payload_mismatches:
         said.append(f"{rep.parse.payload_mismatches} payloads do not match their md5 (has_payload)")
     if rep.parse.truncated_payloads:
