@@ -24,9 +24,10 @@ from tcinspect.report import Report
 
 DATA = Path(__file__).parent / "data" / "torch_trace"
 CPU = DATA / "torch-2.13.0"
+CPU_215 = DATA / "torch-2.15.0"
 GPU = DATA / "torch-2.11.0-cuda"
 H100 = DATA / "torch-2.11.0-h100" / "transformer_block.log.gz"
-RUNS = [(CPU, m) for m in ("tiny", "graph_breaks", "recompile_scalar")] + \
+RUNS = [(cpu, m) for cpu in (CPU, CPU_215) for m in ("tiny", "graph_breaks", "recompile_scalar")] + \
     [(GPU, m) for m in ("tiny", "graph_breaks", "transformer_block", "lenet_triton_relu")]
 
 
@@ -68,7 +69,7 @@ def _strip(doc: dict, inferred: set) -> None:
 @pytest.mark.parametrize(("where", "name"), RUNS, ids=[f"{w.name}-{m}" for w, m in RUNS])
 def test_a_log_reads_into_the_live_capture_s_report(where, name):
     live, log = _live(name, where), torchtrace.read(where / f"{name}.log.gz")
-    assert log.torch_version == live.torch_version and log.device == live.device == ("cpu" if where == CPU else "cuda")
+    assert log.torch_version == live.torch_version and log.device == live.device == ("cuda" if where == GPU else "cpu")
     inferred = {(o.aot_id, k.name) for o in log.stages.inductor.outputs for k in o.kernels if k.provenance == "inferred"}
     # only backward kernels lack Inductor's statement in a log (tcinspect's own record carried it live)
     assert {o.part for o in log.stages.inductor.outputs
