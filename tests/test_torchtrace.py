@@ -250,3 +250,23 @@ def test_interned_files_compiled_autograd_ids_and_records_without_a_compile_id(t
     assert start.meta["stack"][0]["filename"] == "/home/user/train.py"
     assert graph.compile_id == "!0/1/0" and graph.payload == payload  # torch's CompileId.__str__
     assert version.compile_id == ""
+
+
+def test_which_files_of_a_directory_are_rank_logs(tmp_path):
+    import os
+
+    old, new = tmp_path / "dedicated_log_torch_trace_rank_0_a.log.gz", tmp_path / "dedicated_log_torch_trace_rank_0_b.log.gz"
+    for p in (old, new):
+        shutil.copy(CPU / "tiny.log.gz", p)
+    os.utime(old, (1, 1))  # the job restarted into the same directory: the newer log is the rank's
+    shutil.copy(CPU / "recompile_scalar.log.gz", tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz")
+    (tmp_path / "tlparse_output").mkdir()
+    found = torchtrace.rank_logs(tmp_path)
+    assert found.ranks == {0: new, 1: tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz"}
+    assert found.ignored == (old,)
+    # a process that logged before its process group was up writes no rank: alone, it is rank 0
+    single = tmp_path / "single"
+    single.mkdir()
+    shutil.copy(CPU / "tiny.log.gz", single / "dedicated_log_torch_trace_k2j4.log.gz")
+    assert list(torchtrace.rank_logs(single).ranks) == [0]
+    assert torchtrace.read(single).summary == torchtrace.read(CPU / "tiny.log.gz").summary
