@@ -77,7 +77,8 @@ def test_first_divergence_names_the_compile_and_how():
     divs = distributed.divergences([_rank(0), _rank(1, branch=True)])
     assert distributed.first_compile(divs) == "0/0"
     by_aspect = {(d.compile_id, d.aspect): d for d in divs}
-    assert set(by_aspect) == {("0/0", "graph"), ("0/0", "graph_breaks"), ("0/0", "guards"), ("1/0", "compile")}
+    assert set(by_aspect) == {("0/0", "graph"), ("0/0", "graph_breaks"), ("0/0", "guards"), ("1/0", "compile"),
+                              ("", "compile_ids")}
     brk = by_aspect["0/0", "graph_breaks"]
     assert [(g.ranks, g.value) for g in brk.groups] == [((0,), "no graph break"),
                                                           ((1,), "Failed to trace builtin operator at m.py:14")]

@@ -114,8 +114,7 @@ def test_an_unknown_event_is_counted_not_dropped(tmp_path):
     assert assemble.build(evs) == assemble.build(events.read_trace(TRACES / "2.15.0" / "tiny.jsonl.gz")[0])
     rep = report_of("2.15.0", "tiny").replace(parse=health)
     data = serialize.to_dict(rep)
-    assert data["parse"] == {"unknown_events": [{"name": "a_new_torch_event", "count": 2}], "lines_not_understood": 1,
-                             "artifacts_not_understood": []}
+    assert data["parse"] == {"unknown_events": [{"name": "a_new_torch_event", "count": 2}], "lines_not_understood": 1}
     assert serialize.loads(serialize.dumps(rep, "yaml")).parse == health
 
 
@@ -154,7 +153,7 @@ def test_a_live_capture_keeps_and_counts_an_event_it_does_not_know(capsys):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["parse"] == {"unknown_events": [{"name": "tcinspect_test_unknown_event", "count": 1}],
-                            "lines_not_understood": 0, "artifacts_not_understood": []}
+                            "lines_not_understood": 0}
     code, out, err = cli(capsys, "trace", str(DATA.parent.parent / "sample_models" / "tiny.py"), "--backend", backend,
                          "--stage", "summary")
     assert code == 0

@@ -424,6 +424,18 @@ class ParseHealth:
     #: Known artifacts whose payload could not be read (e.g. a damaged provenance mapping: the kernels
     #: it describes are marked ``provenance: inferred``).
     artifacts_not_understood: tuple[EventCount, ...] = ()
+    #: TORCH_TRACE logs: payloads whose md5 is not the record's has_payload (read as they are).
+    payload_mismatches: int = 0
+    #: TORCH_TRACE logs: a last payload cut short (the file ends inside it; the job was killed).
+    truncated_payloads: int = 0
+    #: TORCH_TRACE directories: files that are not rank logs, skipped.
+    files_ignored: int = 0
+
+    @property
+    def damaged(self) -> bool:
+        """Whether anything was not understood (``--strict`` fails on it); skipped files are not damage."""
+        return bool(self.unknown_events or self.lines_not_understood or self.artifacts_not_understood
+                    or self.payload_mismatches or self.truncated_payloads)
 
 
 @dataclass(frozen=True)
@@ -582,7 +594,8 @@ class Divergence:
 
     #: The compile id ("0/0"); "" for the run as a whole (e.g. one rank crashed).
     compile_id: str
-    #: status | compile | graph | graph_breaks | guards | recompiles | kernels | ddp_split
+    #: status | compile | graph | graph_breaks | guards | recompiles | kernels | ddp_split | cache (the FX
+    #: graph and AOTAutograd cache outcomes of a compile the ranks agree on) | compile_ids (of the run)
     aspect: str
     groups: tuple[RankGroup, ...]
 

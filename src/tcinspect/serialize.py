@@ -59,7 +59,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
     if rep.bench is not None:  # only `codegen --bench` has one; other reports stay as they were
         out["bench"] = _plain(rep.bench)
     if rep.parse is not None:  # only when the parser met what it did not understand
-        out["parse"] = _plain(rep.parse)
+        # counts added since the section began are written only when set, so earlier parse sections stay as they were
+        out["parse"] = {k: v for k, v in _plain(rep.parse).items() if v or k in ("unknown_events", "lines_not_understood")}
     if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
         from tcinspect.distributed import divergences, serialize_divergence
 

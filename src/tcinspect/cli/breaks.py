@@ -37,6 +37,8 @@ def breaks(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """List each distinct graph break: your file:line, PyTorch's reason and hints, and a suggested fix."""
@@ -44,7 +46,7 @@ def breaks(
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
     rep = c.with_report(
-        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, timeout=timeout,
+        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, rank=rank, strict=strict, timeout=timeout,
         nproc=nproc, launcher_args=torchrun_arg,
         show=lambda r: c.emit_document(
             distributed.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,

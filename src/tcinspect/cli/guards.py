@@ -28,6 +28,8 @@ def guards(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
@@ -40,7 +42,7 @@ def guards(
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
                   also_accept=[replace(opts, backend="inductor")], nproc=nproc, launcher_args=torchrun_arg,
                   show=lambda r: c.emit_document(
                       distributed.document(r, guards_document), fmt, output,

@@ -53,6 +53,8 @@ def trace(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
@@ -64,7 +66,7 @@ def trace(
         raise UsageError("--graph picks graphs to draw, so it needs --format svg", "add --format svg or -o graph.svg")
     from tcinspect.render import ranks
 
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout, nproc=nproc,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout, nproc=nproc,
                   launcher_args=torchrun_arg,
                   show=lambda rep: c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings,
                                           pages=_pages(rep, graph or ())), script=script)

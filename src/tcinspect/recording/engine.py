@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from dataclasses import replace
 import logging
@@ -13,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, outputs, verify
-from tcinspect.recording import breaks as breaks_mod
+from tcinspect.recording import _compat, assemble, custom, modelfile, outputs, verify
 from tcinspect.recording import kernelbench, provenance
+from tcinspect.recording.fromevents import report_from_events
 from tcinspect.recording import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
@@ -285,36 +283,13 @@ class _Run:
         return True
 
     def report(self, target: Target, device: str) -> Report:
-        start = time.perf_counter()
-        build = functools.partial(assemble.build, self.recorder.events, backend=self.options.backend,
-                                  side_table=self.side_table)
-        stages, metrics = build(failure=self.failure)
-        failure = self.failure or assemble.failure_from_metrics(metrics, stages)
-        if failure is not None and self.failure is None:
-            stages, metrics = build(failure=failure)
-        compile_time = compiletime.build(self.recorder.events, stages.dynamo.recompiles)
-        dynamo = stages.dynamo
-        stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
-            breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
-        return Report(
-            torch_version=_compat.torch_version(),
-            device=device,
-            target=target,
-            options=self.options,
-            stages=stages,
-            compiles=metrics,
-            error=(failure.blame or f"{failure.stage} stage failed: {failure.message}") if failure else "",
-            passes=assemble.build_passes(self.recorder.events),
-            parse=ev_mod.parse_health(self.recorder.events, unreadable=provenance.unreadable(self.recorder.events)),
-            verification=self.verification,
-            tcinspect_version=__version__,
-            calls=self.calls,
-            input_errors=tuple(self.input_errors),
-            # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
-            timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
-                     ("assemble_s", round(time.perf_counter() - start, 4))),
-            compile_time=compile_time,
-        )
+        events = self.recorder.events
+        # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
+        return report_from_events(
+            events, target=target, options=self.options, device=device, torch_version=_compat.torch_version(),
+            parse=ev_mod.parse_health(events, unreadable=provenance.unreadable(events)), failure=self.failure,
+            side_table=self.side_table, verification=self.verification, calls=self.calls, input_errors=self.input_errors,
+            timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4))))
 
 
 def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[tuple] = (),

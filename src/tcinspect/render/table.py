@@ -32,12 +32,13 @@ def _status(status: str, error: str = "") -> Text:
 
 def header(rep: Report) -> Text:
     t = rep.target
-    what = {"model": f"{t.path} (model `{t.model_name}`)", "script": f"{t.path} (script)"}.get(t.kind, t.model_name or "callable")
+    what = {"model": f"{t.path} (model `{t.model_name}`)", "script": f"{t.path} (script)",
+            "torch_trace": f"{t.path} (TORCH_TRACE)"}.get(t.kind, t.model_name or "callable")
     line = Text()
     line.append("tcinspect ", style="bold")
     line.append(what, style="bold cyan")
     opts = rep.options
-    extras = [f"backend={opts.backend}"] + ([f"mode={opts.mode}"] if opts.mode else []) + \
+    extras = [f"backend={opts.backend or '?'}"] + ([f"mode={opts.mode}"] if opts.mode else []) + \
         (["fullgraph"] if opts.fullgraph else []) + ([f"dynamic={opts.dynamic}"] if opts.dynamic else [])
     line.append(f"  torch {rep.torch_version} · {rep.device} · {' '.join(extras)}", style="dim")
     return line
@@ -85,6 +86,12 @@ def parse_warning(rep: Report) -> str:
     if rep.parse.artifacts_not_understood:
         names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.artifacts_not_understood)
         said.append(f"artifacts that could not be read ({names}): the kernels they describe are marked inferred")
+    if rep.parse.payload_mismatches:
+        said.append(f"{rep.parse.payload_mismatches} payloads do not match their md5 (has_payload)")
+    if rep.parse.truncated_payloads:
+        said.append(f"{rep.parse.truncated_payloads} payload cut short (the log ends inside it)")
+    if rep.parse.files_ignored:
+        said.append(f"{rep.parse.files_ignored} files that are not rank logs skipped")
     return "parse: " + "; ".join(said)
 
 
