@@ -19,10 +19,10 @@ def diff(
     debug: c.DebugOpt = False,
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
-    from tcinspect import diffing, serialize
+    from tcinspect import cache, diffing
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)
-    ra, rb = serialize.load(a), serialize.load(b)
+    ra, rb = cache.read_report(a), cache.read_report(b)
     d = diffing.diff(ra, rb)
     c.emit_document(diffing.document(d, a, b), fmt, output, lambda: render.diff(d, a, b))
