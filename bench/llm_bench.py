@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "bench"))
-import llm_report  # noqa: E402
 
 TC = [sys.executable, "-m", "tcinspect"]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -82,25 +80,31 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else float("nan")
 
 
-def measure(name: str, yaml_path: Path, work: Path, runs: int) -> dict:
-    """Every query on one report, from its YAML (with twin), its JSON and a cache entry."""
+def prepare(yaml_path: Path, work: Path, name: str) -> None:
+    """In a child process (so that the bench's own memory never shows in a child's peak RSS): write the
+    report's JSON and its cache entry, and print its first kernel with source and its sizes."""
     from tcinspect import cache, serialize
 
+    rep = cache.read_report(yaml_path)
+    serialize.write_atomic(work / f"{name}.json", serialize.dumps(rep, "json"))
+    entry = work / "cache" / f"{name}-00000000-0000000000000000.json"
+    serialize.write_atomic(entry, serialize.dumps(rep, "json", compact=True))
+    outs = rep.stages.inductor.outputs
+    print(next(k.name for o in outs for k in o.kernels if k.source), sum(len(o.kernels) for o in outs),
+          sum(len(o.post_grad_graph.nodes) for o in outs if o.post_grad_graph))
+
+
+def measure(name: str, yaml_path: Path, work: Path, runs: int) -> dict:
+    """Every query on one report, from its YAML (with twin), its JSON and a cache entry."""
     env = {**os.environ, "TCINSPECT_CACHE_DIR": str(work / "cache"), "COLUMNS": "120"}
-    os.environ["TCINSPECT_CACHE_DIR"] = env["TCINSPECT_CACHE_DIR"]
     row: dict = {"name": name, "mb": yaml_path.stat().st_size / 1e6}
     # the first read of a YAML tcinspect did not write: the YAML parser, then the twin is kept
     wall, rss, code = run([*TC, "trace", str(yaml_path), "--stage", "summary"], env, work / "out.txt")
     row["first read (no twin)"] = (wall, rss)
-    rep = cache.read_report(yaml_path)
+    line = subprocess.run([sys.executable, __file__, "--prepare", str(yaml_path), str(work), name], env=env,
+                          check=True, capture_output=True, text=True).stdout.split()
+    kernel, row["kernels"], row["post_grad"] = line[0], int(line[1]), int(line[2])
     json_path = work / f"{name}.json"
-    serialize.write_atomic(json_path, serialize.dumps(rep, "json"))
-    entry = work / "cache" / f"{name}-00000000-0000000000000000.json"
-    serialize.write_atomic(entry, serialize.dumps(rep, "json", compact=True))
-    kernel = next(k.name for o in rep.stages.inductor.outputs for k in o.kernels if k.source)
-    outs = rep.stages.inductor.outputs
-    row["kernels"] = sum(len(o.kernels) for o in outs)
-    row["post_grad"] = sum(len(o.post_grad_graph.nodes) for o in outs if o.post_grad_graph)
     sources = {"yaml": str(yaml_path), "json": str(json_path), "cache": ""}
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for _ in range(runs):
@@ -132,7 +136,11 @@ def main() -> None:
     ap.add_argument("--layers", default="2,16,64")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--report", action="append", default=[], help="also measure this saved YAML report")
+    ap.add_argument("--prepare", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.prepare:
+        prepare(Path(a.prepare[0]), Path(a.prepare[1]), a.prepare[2])
+        return
     sizes = [int(x) for x in a.layers.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="tcinspect-llm-") as tmp:
@@ -140,7 +148,8 @@ def main() -> None:
             work = Path(tmp) / f"l{n}"
             work.mkdir()
             path = work / f"llm{n}.yaml"
-            llm_report.write(n, str(path))
+            subprocess.run([sys.executable, str(REPO / "bench" / "llm_report.py"), str(n), str(path)], check=True,
+                           capture_output=True)
             rows.append(measure(f"llm{n}", path, work, a.runs))
             print(f"{n} layers done", file=sys.stderr)
         for r in a.report:
