@@ -16,7 +16,8 @@ import gc
 import json
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 

@@ -21,8 +21,8 @@ from tcinspect.render import html, svg
 from tcinspect.report import Report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import llm_report  # noqa: E402
-import synthetic  # noqa: E402
+import llm_report
+import synthetic
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -116,8 +116,9 @@ def test_reading_leaves_the_garbage_collector_as_it_was(llm):
 
 
 def test_yaml_written_by_the_cli_reads_back_through_its_twin(llm, tmp_path, capsys):
-    from tcinspect.cli import app
     from typer.testing import CliRunner
+
+    from tcinspect.cli import app
 
     saved = tmp_path / "llm.json"
     serialize.write_atomic(saved, serialize.dumps(llm, "json"))
@@ -250,8 +251,9 @@ def test_page_of_a_large_report_draws_every_graph(llm, monkeypatch):
 
 
 def test_guards_and_codegen_tables_show_50_rows_unless_all(tmp_path):
-    from tcinspect.cli import app
     from typer.testing import CliRunner
+
+    from tcinspect.cli import app
 
     saved = tmp_path / "llm16.json"
     serialize.write_atomic(saved, serialize.dumps(llm_report.build(16), "json"))

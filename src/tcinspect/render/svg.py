@@ -27,7 +27,7 @@ TOOLTIP_NODES = 300
 #: A layout that takes longer than this is abandoned (the page then says so).
 DOT_TIMEOUT_S = 60.0
 #: ``svg``/``html`` give dot this long, then draw the graphs with ``layered`` instead: never an error.
-DOT_FALLBACK_S = 8.0
+DOT_FALLBACK_S = 3.0
 
 #: Light fills (ColorBrewer Set3 and Pastel1, then a few more) so black labels read on each;
 #: grey is kept for extern kernels.
@@ -457,9 +457,9 @@ def inline(svg_text: str) -> str:
 # ----------------------------------------------------------------------------- tcinspect's own layout
 
 #: Graphs with more nodes than this are laid out by ``layered`` rather than Graphviz: dot's time is
-#: not a function of the size alone (on 2 CPU cores a 248-node Llama forward graph took 2.1 s, a
-#: 1,500-node one over 20 s), while this layout is linear in nodes and edges.
-DOT_NODES = 300
+#: not a function of the size alone (on 2 CPU cores a 289-node GPT-2 forward graph took 3.9 s and a
+#: 333-node backward 0.3 s; a 1,500-node one over 20 s), while this layout is linear in nodes and edges.
+DOT_NODES = 200
 #: Nodes ``layered`` draws per graph; past it the picture ends with a marker naming what was left out.
 LAYERED_MAX_NODES = 6000
 #: Nodes side by side in one row of ``layered``: wider ranks (a model's 150 parameters) wrap.
