@@ -220,7 +220,7 @@ def _make_builder(tp: Any) -> Any:
             raise _Mismatch
         return slow
     # the class's own function: scalars checked inline, other fields through their builders
-    hints = _hints(tp)
+    hints = _hints(typing.cast(type, tp))
     env: dict[str, Any] = {"_Mismatch": _Mismatch, "_new": object.__new__, "_tp": tp, "dict": dict,
                            "str": str, "int": int, "bool": bool, "float": float}
     body = ["def build(v):", "    if v.__class__ is not dict: raise _Mismatch", "    o = _new(_tp)", "    d = o.__dict__"]
