@@ -1,7 +1,8 @@
 """Time the work `tcinspect trace` does after the compile, on the report that run produced.
 
-`tcinspect trace MODEL -o out.yaml` does three things once the report is built: it writes the report
-cache entry (compact JSON), the YAML file, and the tables on stdout. Those are pure functions of the
+`tcinspect trace MODEL -o out.yaml` does four things once the report is built: it writes the report
+cache entry (compact JSON), the YAML file and its JSON twin (compact JSON, so that reading the YAML
+back is fast), and the tables on stdout. Those are pure functions of the
 report, so this script times the very same calls on the run's report, read back from its cache entry,
 and prints them as one JSON line (seconds):
 
@@ -37,6 +38,10 @@ def measure(path: str) -> dict:
     start = time.perf_counter()
     serialize.dumps(rep, "yaml")  # -o out.yaml
     out["yaml_s"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    serialize.dumps(rep, "json", compact=True)  # the YAML's JSON twin (cache.remember_twin)
+    out["twin_json_s"] = time.perf_counter() - start
 
     # the CLI's console when stdout is not a terminal (cli/common.py): 120 columns, no markup
     console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, markup=False, width=120)

@@ -666,7 +666,7 @@ class ScalePoint:
     own: list = field(default_factory=list)  # bench/owntime.py's dict per tcinspect run
 
     #: tcinspect's own work: the handler, events -> report, the cache entry, the YAML, the tables
-    OWN_PARTS = ("record_s", "assemble_s", "cache_json_s", "yaml_s", "render_s")
+    OWN_PARTS = ("record_s", "assemble_s", "cache_json_s", "yaml_s", "twin_json_s", "render_s")
 
     def part(self, name: str) -> float:
         return statistics.median(o.get(name, 0.0) for o in self.own)

@@ -212,12 +212,12 @@ def test_large_graphs_are_cut_and_say_so(monkeypatch):
     d = svg.dot_source(svg.pictures(chain_report(svg.MAX_PICTURE_NODES // 2, 3)))
     assert d.drawn == svg.MAX_PICTURE_NODES and len(d.notes) == 1 and "2/0" in d.notes[0]
     assert "not drawn" in d.notes[0] and "g2_skipped" in d.text and "g2_n0" not in d.text
-    # a page draws at most MAX_PAGE_NODES in all; dot itself is stubbed to keep this fast
+    # a page draws at most MAX_PAGE_NODES in all; graphs past DOT_NODES are laid out without dot
     laid_out = []
     monkeypatch.setattr(svg, "run_dot", lambda text, timeout=0: laid_out.append(text) or "<svg></svg>")
-    graphs = html.MAX_PAGE_NODES // svg.MAX_GRAPH_NODES + 2
-    page = html.render(chain_report(svg.MAX_GRAPH_NODES + 500, graphs))
-    assert len(laid_out) == graphs - 1 and "Cut short" in page
+    graphs = html.MAX_PAGE_NODES // svg.LAYERED_MAX_NODES + 1
+    page = html.render(chain_report(svg.LAYERED_MAX_NODES + 500, graphs))
+    assert not laid_out and "Cut short" in page
     assert page.count("Not drawn: this page draws at most") == 1
     assert "--format svg --graph" in page
 
@@ -446,5 +446,5 @@ def test_large_report_loads_fast(browser, tmp_path):
     table.locator("tbody tr").nth(999).wait_for(state="attached", timeout=LARGE_LOAD_LIMIT_MS)
     assert time.perf_counter() - t0 < LARGE_LOAD_LIMIT_MS / 1000
     assert table.locator("tbody tr").count() == 1000
-    assert "Not drawn: this page draws at most" in path.read_text()
+    assert "laid out by tcinspect" in path.read_text()  # 1,000-node graphs: drawn without dot
     assert opened.errors == [] and opened.requests == [opened.url]

@@ -141,7 +141,7 @@ def _resolve(
                                     "run `tcinspect trace model.py` first, or give a model file or a saved report")
         return Resolved(entry.report, entry.describe())
     if is_report_path(file):
-        return Resolved(serialize.load(file), f"from saved report {file}")
+        return Resolved(cache.read_report(file), f"from saved report {file}")
 
     path = Path(file)
     if not path.is_file():

@@ -52,6 +52,7 @@ def codegen(
     module: ModuleOpt = None,
     wrapper: WrapperOpt = False,
     save: SaveOpt = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="Every kernel in the tables (else the first 50 of each).")] = False,
     bench: BenchOpt = False,
     bench_runs: BenchRunsOpt = 100,
     sort: SortOpt = "step",
@@ -93,7 +94,7 @@ def codegen(
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
                   show=lambda rep: _show_query(rep, query, fmt, output) if query is not None
                   else _show_bench(rep, kernel, sort, fmt, output) if bench
-                  else _show(rep, kernel, wrapper, save, fmt, output), script=script)
+                  else _show(rep, kernel, wrapper, save, fmt, output, all_rows), script=script)
 
 
 def _check_line(spec: str) -> None:
@@ -149,7 +150,7 @@ def _show_bench(rep: Report, kernel: Optional[str], sort: str, fmt: str, output:
 
 
 def _show(rep: Report, kernel: Optional[str], wrapper: bool, save: Optional[Path], fmt: str,
-          output: Optional[Path]) -> None:
+          output: Optional[Path], all_rows: bool = False) -> None:
     if rep.stages.inductor.status == NOT_RUN and not rep.stages.inductor.outputs:
         why = rep.stages.inductor.error or "Inductor did not run"
         raise UsageError(f"this report has no Inductor output code ({why})",
@@ -171,7 +172,7 @@ def _show(rep: Report, kernel: Optional[str], wrapper: bool, save: Optional[Path
                                       for o in rep.stages.inductor.outputs]},
                         fmt, output, lambda: _group([render.wrapper(o) for o in rep.stages.inductor.outputs]))
         return
-    c.emit_document(codegen_document(rep), fmt, output, lambda: render.catalog(rep))
+    c.emit_document(codegen_document(rep), fmt, output, lambda: render.catalog(rep, None if all_rows else render.ROW_LIMIT))
 
 
 def _group(parts):

@@ -169,7 +169,15 @@ def emit(report: Report, fmt: str, output: Optional[Path], table: Callable[[], R
     """
     from tcinspect import serialize
 
-    _emit(lambda f: serialize.dumps(report, f, timings=timings), fmt, output, table, pages or {})
+    def text(f: str) -> str:
+        out = serialize.dumps(report, f, timings=timings)
+        if f == "yaml" and output is not None:  # a JSON twin, so that reading it back is fast (cache.read_report)
+            from tcinspect import cache
+
+            cache.remember_twin(out, report, timings=timings)
+        return out
+
+    _emit(text, fmt, output, table, pages or {})
 
 
 def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: Callable[[], RenderableType],

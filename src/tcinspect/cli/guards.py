@@ -14,7 +14,7 @@ from tcinspect.cli import common as c
 def guards(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
-    all_kinds: Annotated[bool, typer.Option("--all", help="Also list type, identity and bookkeeping guards.")] = False,
+    all_kinds: Annotated[bool, typer.Option("--all", help="Also list type, identity and bookkeeping guards, and every row of long tables.")] = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
     model: c.ModelOpt = None,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Annotated, Callable, List, Optional
+from typing import Annotated, Callable, Iterator, List, Optional
 
 import typer
 
@@ -74,9 +75,35 @@ def trace(
 
 def _pages(rep: Report, graphs: List[str]) -> dict[str, Callable[[], str]]:
     """The formats drawn from the whole report, rendered only when chosen."""
-    from tcinspect.render import html, svg  # Graphviz and Pygments only when a page is written
+    return {"html": lambda: _html(rep), "svg": lambda: _svg(rep, graphs)}
 
-    return {"html": lambda: html.render(rep), "svg": lambda: svg.svg(rep, graphs)}
+
+def _html(rep: Report) -> str:
+    from tcinspect.render import html  # Graphviz and Pygments only when a page is written
+
+    with _drawing() as tick:
+        return html.render(rep, tick)
+
+
+def _svg(rep: Report, graphs: List[str]) -> str:
+    from tcinspect.render import svg
+
+    with _drawing():
+        return svg.svg(rep, graphs)
+
+
+@contextlib.contextmanager
+def _drawing() -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (a terminal's only) while graphs are laid out: ``tick(done, total)``."""
+    if not c.err_console.is_terminal:
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("drawing graphs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=c.err_console, transient=True) as bar:
+        task = bar.add_task("draw", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _stages(values: Optional[List[str]]) -> Optional[list[str]]:

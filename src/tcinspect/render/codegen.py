@@ -6,12 +6,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.render.table import code_panel, compact_lines, kernel_table
+from typing import Optional
+
+from tcinspect.render.table import ROW_LIMIT, code_panel, compact_lines, kernel_table
 from tcinspect.report import Kernel, OutputCode, Report
 from tcinspect.views import fusion_summary
 
 
-def catalog(rep: Report) -> RenderableType:
+def catalog(rep: Report, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     st = rep.stages.inductor
     parts: list[RenderableType] = [Text(f"{rep.summary.kernels} kernels in {len(st.outputs)} Inductor outputs "
                                         f"· torch {rep.torch_version} · {rep.device}", style="bold")]
@@ -19,7 +21,8 @@ def catalog(rep: Report) -> RenderableType:
         f = fusion_summary(o)
         cache = f" · FX graph cache {o.cache}" if o.cache else ""
         parts.append(Text(""))
-        parts.append(kernel_table(o.kernels, f"{o.compile_id} {o.part} ({o.aot_id}){cache}", buffers=True))
+        parts.append(kernel_table(o.kernels, f"{o.compile_id} {o.part} ({o.aot_id}){cache}", buffers=True,
+                                  limit=limit))
         line = Text("  fusion: ", style="bold")
         line.append(f"{f.post_grad_ops} ATen ops in the post-grad graph → {f.kernels} kernels "
                     f"({f.generated_kernels} generated, {f.extern_kernels} extern)")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.render.table import USER_GUARD_KINDS, _guards_without_graph
+from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph, _limited
 from tcinspect.report import Report
 from tcinspect.views import frames, guard_checks
 
@@ -17,7 +18,8 @@ def _input_name(i: int) -> str:
     return "example_inputs" if i == 0 else (f"input_sets[{i - 1}]" if i > 0 else "?")
 
 
-def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
+def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
+    """Guards per graph (the first ``limit`` rows of each table: a 16-layer Llama has 1,500), then recompiles."""
     fr = frames(rep)
     entries = ", ".join(f"{f.function}: {f.cache_entries}" for f in fr) or "-"
     head = Text()
@@ -38,6 +40,7 @@ def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
         t.add_column("guard", style="dim")
         t.add_column("from your code", style="dim")
         hidden = 0
+        shown = []
         for kind, text, x in checks:
             if not all_kinds and kind not in USER_GUARD_KINDS + ("dtype", "device", "attribute"):
                 hidden += 1
@@ -45,6 +48,8 @@ def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
             if not all_kinds and x.guard_type == "DIMENSION_DYNAMIC_MARKING_GUARD":
                 hidden += 1
                 continue
+            shown.append((kind, text, x))
+        for kind, text, x in _limited(shown, None if all_kinds else limit, t):
             t.add_row(kind, text if len(text) < 110 else text[:109] + "…", x.guard_type, x.user_code.split("  # ")[0])
         parts.append(t)
         if hidden:

@@ -13,7 +13,7 @@ import html
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from tcinspect import views
 from tcinspect.render import svg
@@ -25,8 +25,9 @@ from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, Outpu
 OPEN_ROWS = 200
 OPEN_PICTURE_NODES = 150
 #: Nodes drawn on one page in all. Each graph is laid out alone, in parallel, so a page affords
-#: more than one standalone picture (``svg.MAX_PICTURE_NODES``).
-MAX_PAGE_NODES = 4000
+#: more than one standalone picture (``svg.MAX_PICTURE_NODES``); large graphs are drawn by
+#: ``svg.layered``, and every picture above OPEN_PICTURE_NODES stays inert text until opened.
+MAX_PAGE_NODES = 12000
 #: Bodies of closed blocks larger than this many bytes are inserted only when opened.
 LAZY_BYTES = 4_000
 #: Characters of code highlighted per page, and per block: Pygments takes about a second per
@@ -91,12 +92,12 @@ def _swatch(ref: Optional[svg.KernelRef]) -> str:
 class _Page:
     """Builds the page; keeps the per-page budgets (highlighted code, drawn nodes)."""
 
-    def __init__(self, rep: Report) -> None:
+    def __init__(self, rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> None:
         self.rep = rep
         self.highlight_left = HIGHLIGHT_CHARS
         self.plain_code = 0
         self.pictures = {p.key: p for p in svg.pictures(rep)}
-        self.svgs = _draw(list(self.pictures.values()))
+        self.svgs = _draw(list(self.pictures.values()), progress)
 
     # ------------------------------------------------------------------ pieces
 
@@ -372,16 +373,35 @@ def _legend(pic: svg.Picture) -> str:
     return f'<ul class="legend">{keys}{shapes}</ul>'
 
 
-def _draw(pics: Sequence[svg.Picture]) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Each picture's inline SVG and notes, within the page's node budget; dot runs in parallel."""
+def _draw(pics: Sequence[svg.Picture], progress: Optional[Callable[[int, int], None]] = None
+          ) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each picture's inline SVG and notes, within the page's node budget.
+
+    Graphs of up to ``svg.DOT_NODES`` nodes go to Graphviz (in parallel, each for at most
+    ``svg.DOT_FALLBACK_S``); larger ones, and any dot did not finish in time, are laid out by
+    ``svg.layered``, linear in their size: a page is written in bounded time, never an error.
+    ``progress(done, total)`` is called as pictures are finished.
+    """
     jobs: list[tuple[svg.Picture, str]] = []
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
     left = MAX_PAGE_NODES
+    done = 0
+    tick = progress or (lambda d, t: None)
     for pic in pics:
         if left <= 0:
             out[pic.key] = ("", (f"Not drawn: this page draws at most {MAX_PAGE_NODES:,} nodes in all. "
                                  f"Draw it alone with <code>tcinspect trace REPORT --format svg --graph "
                                  f"{_e(pic.key)} -o graph.svg</code>.",))
+            done += 1
+            continue
+        if len(pic.graph.nodes) > svg.DOT_NODES:
+            limit = min(left, svg.LAYERED_MAX_NODES)
+            why = "" if limit == svg.LAYERED_MAX_NODES else f"at most {MAX_PAGE_NODES:,} nodes are drawn per page"
+            drawing, drawn, note = svg.layered(pic, limit, why)
+            left -= drawn
+            out[pic.key] = (svg.inline(drawing), (f"Cut short: {_e(note)}.",) if note else ())
+            done += 1
+            tick(done, len(pics))
             continue
         dot = svg.dot_source([pic], legend=False, budget=left)
         left -= dot.drawn
@@ -391,7 +411,9 @@ def _draw(pics: Sequence[svg.Picture]) -> dict[str, tuple[str, tuple[str, ...]]]
 
     def lay_out(job: tuple[svg.Picture, str]) -> tuple[str, str]:
         try:
-            return svg.inline(svg.run_dot(job[1])), ""
+            return svg.inline(svg.run_dot(job[1], timeout=svg.DOT_FALLBACK_S)), ""
+        except svg.GraphvizTimeout:
+            return svg.inline(svg.layered(job[0])[0]), ""
         except svg.GraphvizError as exc:
             return "", exc.cause
 
@@ -402,6 +424,8 @@ def _draw(pics: Sequence[svg.Picture]) -> dict[str, tuple[str, tuple[str, ...]]]
             if error:
                 notes += (_GRAPHVIZ_MISSING if "not on PATH" in error else f"Not drawn: {_e(error)}.",)
             out[pic.key] = (drawing, notes)
+            done += 1
+            tick(done, len(pics))
     return out
 
 
@@ -490,9 +514,9 @@ def _pygments_css() -> str:
     return "\n".join(line for line in HtmlFormatter().get_style_defs(".hl").splitlines() if line.startswith(".hl "))
 
 
-def render(rep: Report) -> str:
-    """The whole report as one self-contained HTML page."""
-    page = _Page(rep)
+def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> str:
+    """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
+    page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
             page.inductor(), _compile_time(rep)]
     if page.plain_code:

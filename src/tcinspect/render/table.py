@@ -185,7 +185,7 @@ def guard_expression(guard_type: str, expression: str) -> str:
     return expression
 
 
-def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
+def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = None) -> RenderableType:
     parts: list[RenderableType] = [Text("Guards", style="bold magenta")]
     for g in rep.stages.dynamo.graphs:
         counts = Counter(x.kind for x in g.guards)
@@ -197,7 +197,7 @@ def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
         t.add_column("source", style="cyan")
         t.add_column("check", style="dim")
         shown = [x for x in g.guards if all_kinds or x.kind in USER_GUARD_KINDS]
-        for x in shown:
+        for x in _limited(shown, limit, t):
             t.add_row(x.kind, x.guard_type, _clip(x.source, 50), _clip(guard_expression(x.guard_type, x.expression), 110))
         parts.append(t)
         if len(shown) < len(g.guards):
@@ -247,7 +247,10 @@ def aot(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) -> Re
                 continue
             title = f"{label} {g.compile_id} · {graph.op_count} ops"
             if graph.saved_for_backward:
-                title += f" · saved for backward (★): {', '.join(graph.saved_for_backward)}"
+                saved = graph.saved_for_backward
+                names = ", ".join(saved if limit is None or len(saved) <= limit else
+                                  (*saved[:limit], f"… {len(saved) - limit:,} more"))
+                title += f" · saved for backward (★): {names}"
             parts.append(node_table(graph, title, limit))
             if code:
                 parts.append(code_panel(graph.code, f"{label} {g.compile_id}"))
@@ -323,7 +326,7 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
     builders = {
         "summary": lambda: summary(rep),
         "dynamo": lambda: dynamo(rep, code, limit),
-        "guards": lambda: guards(rep),
+        "guards": lambda: guards(rep, limit=limit),
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
