@@ -6,8 +6,6 @@ import dataclasses
 import gc
 import json
 import re
-import os
-import tempfile
 import typing
 from functools import lru_cache
 from pathlib import Path
@@ -344,24 +342,10 @@ def load(path: Union[str, Path]) -> model.Report:
 
 
 def write_atomic(path: Union[str, Path], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
-    p = Path(path)
-    directory = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        # mkstemp makes the file private (0600); a report gets the permissions any new file would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``text`` to ``path`` safely: see tcinspect.outfile.write (a rename for files, never half-written)."""
+    from tcinspect import outfile
+
+    outfile.write(path, text)
 
 
 def format_for_path(path: Union[str, Path]) -> str:

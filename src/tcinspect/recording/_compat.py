@@ -28,15 +28,19 @@ def torch_version() -> str:
 def trace_handler(handler: logging.Handler) -> Iterator[None]:
     """Attach ``handler`` to the structured-trace logger for the duration; restore it after."""
     logger = logging.getLogger(TRACE_LOGGER_NAME)
-    old_level = logger.level
+    old_level, old_propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     # trace_log is created at DEBUG; someone may have raised it (2.11-2.14 all check level)
     logger.setLevel(logging.DEBUG)
+    # its records carry their data as attributes and an empty message: propagated to the root logger,
+    # pytest's log capture would print ~180 empty "DEBUG torch.__trace" lines under a failing test
+    logger.propagate = False
     try:
         yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
+        logger.propagate = old_propagate
 
 
 class _DropAll(logging.Filter):
