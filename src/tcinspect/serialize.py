@@ -110,11 +110,16 @@ def _build(tp: Any, value: Any, where: str) -> Any:
             raise _bad(where, "a mapping", value)
         hints = _hints(tp)
         kwargs = {}
+        names = set()
         for f in dataclasses.fields(tp):
+            names.add(f.name)
             if f.name in value:
                 kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            elif not _may_be_absent(tp, f):  # every other key is always written: its absence is damage
                 raise ReportFormatError(f"missing key '{where}.{f.name}'")
+        unknown = [k for k in value if k not in names]
+        if unknown:
+            raise ReportFormatError(f"unknown key '{where}.{unknown[0]}'")
         return tp(**kwargs)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -133,6 +138,16 @@ def _build(tp: Any, value: Any, where: str) -> Any:
             raise _bad(where, "a string", value)
         return value
     raise _bad(where, str(tp), value)
+
+
+#: Report sections written only when present (see to_dict); every other field is always written.
+OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "ranks", "timings")
+STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
+
+
+def _may_be_absent(tp: type, f: dataclasses.Field) -> bool:
+    # *_time_s keys are left out by --no-timings and read back as 0
+    return (tp is model.Report and f.name in OPTIONAL_SECTIONS) or f.name.endswith("_time_s")
 
 
 def _bad(where: str, expected: str, value: Any) -> ReportFormatError:
@@ -154,14 +169,86 @@ def from_dict(data: Any) -> model.Report:
     fields = dict(data)
     timings = fields.pop("timings", {}) or {}
     if not isinstance(timings, dict):
-        raise _bad("timings", "a mapping", timings)
-    for derived in ("summary", "status", "divergence"):
-        fields.pop(derived, None)
+        raise _bad("report.timings", "a mapping", timings)
+    for k, v in timings.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _bad(f"report.timings.{k}", "a number", v)
+    derived = {k: fields.pop(k) for k in ("summary", "status", "divergence") if k in fields}
+    for k in ("summary", "status"):
+        if k not in derived:
+            raise ReportFormatError(f"missing key 'report.{k}'")
+    ranks = fields.get("ranks")
+    rank_summaries = []
+    if isinstance(ranks, list):  # each rank is written with its summary above its stages
+        fields["ranks"] = [dict(r) for r in ranks]
+        for i, r in enumerate(fields["ranks"]):
+            if isinstance(r, dict):
+                if "summary" not in r:
+                    raise ReportFormatError(f"missing key 'report.ranks[{i}].summary'")
+                rank_summaries.append((i, r.pop("summary")))
     # a report written with --no-timings has no *_time_s keys: they read back as 0
-    known = {f.name for f in dataclasses.fields(model.Report)}
-    fields = {k: v for k, v in fields.items() if k in known}
     rep = _build(model.Report, fields, "report")
-    return dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))
+    rep = dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))
+    _check_consistent(rep, derived, rank_summaries)
+    return rep
+
+
+def _check_consistent(rep: model.Report, derived: dict[str, Any], rank_summaries: list[tuple[int, Any]]) -> None:
+    """Refuse a report whose own parts disagree: its summary, status and cross-references."""
+    status = "ok" if rep.ok else "failed"
+    if derived["status"] != status:
+        raise ReportFormatError(f"'report.status' is {derived['status']!r} but the stages say {status!r}")
+    _same_summary("report.summary", derived["summary"], rep.summary)
+    for i, stored in rank_summaries:
+        _same_summary(f"report.ranks[{i}].summary", stored, rep.ranks[i].summary)
+    for name, stages in [("report.stages", rep.stages)] + [
+            (f"report.ranks[{i}].stages", r.stages) for i, r in enumerate(rep.ranks)]:
+        _check_stages(name, stages)
+    if rep.bench is not None:
+        outputs = {(o.compile_id, o.part): o for o in rep.stages.inductor.outputs}
+        for i, t in enumerate(rep.bench.kernels):
+            o = outputs.get((t.compile_id, t.part))
+            if o is None or t.index >= len(o.kernels) or o.kernels[t.index].name != t.name:
+                raise ReportFormatError(f"'report.bench.kernels[{i}]' names kernel {t.index} ({t.name}) of "
+                                        f"output {t.compile_id} {t.part}, which has no such kernel")
+
+
+def _check_stages(where: str, stages: model.Stages) -> None:
+    for part in ("dynamo", "aot_autograd", "inductor"):
+        status = getattr(stages, part).status
+        if status not in STAGE_STATUSES:
+            raise ReportFormatError(f"'{where}.{part}.status' is {status!r}, not one of {', '.join(STAGE_STATUSES)}")
+    for i, g in enumerate(stages.aot_autograd.graphs):
+        if g.forward is not None and g.forward.nodes:
+            nodes = {n.name for n in g.forward.nodes}
+            missing = [n for n in g.forward.saved_for_backward if n not in nodes]
+            if missing:
+                raise ReportFormatError(f"'{where}.aot_autograd.graphs[{i}].forward.saved_for_backward' names "
+                                        f"'{missing[0]}', which is not a node of that graph")
+    aot_ids = {g.compile_id for g in stages.aot_autograd.graphs}
+    for i, k in enumerate(stages.aot_autograd.user_kernels):
+        if k.compile_id not in aot_ids:
+            raise ReportFormatError(f"'{where}.aot_autograd.user_kernels[{i}].compile_id' is {k.compile_id!r}, "
+                                    "which has no AOT graphs")
+
+
+def _same_summary(where: str, stored: Any, actual: model.Summary) -> None:
+    if not isinstance(stored, dict):
+        raise _bad(where, "a mapping", stored)
+    for f in dataclasses.fields(model.Summary):
+        if f.name not in stored:
+            if f.name.endswith("_time_s"):
+                continue  # --no-timings
+            raise ReportFormatError(f"missing key '{where}.{f.name}'")
+        value, expected = stored[f.name], getattr(actual, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _bad(f"{where}.{f.name}", "a number", value)
+        if abs(value - expected) > (0.0015 if isinstance(expected, float) else 0):
+            raise ReportFormatError(f"'{where}.{f.name}' is {value} but the report holds {expected} "
+                                    "(edited or damaged?)")
+    unknown = [k for k in stored if k not in {f.name for f in dataclasses.fields(model.Summary)}]
+    if unknown:
+        raise ReportFormatError(f"unknown key '{where}.{unknown[0]}'")
 
 
 # ----------------------------------------------------------------------------- text
@@ -324,7 +411,8 @@ def loads(text: str, *, name: str = "report") -> model.Report:
     try:
         return from_dict(data)
     except ReportFormatError as exc:
-        raise ReportFormatError(f"{name}: {exc.cause}", exc.fix or "re-run `tcinspect trace ... -o FILE`") from None
+        raise ReportFormatError(f"{name}: {exc.cause}", exc.fix or "the file is truncated or was edited: re-run "
+                                "`tcinspect trace MODEL.py -o FILE` to write it again") from None
 
 
 def load(path: Union[str, Path]) -> model.Report:
