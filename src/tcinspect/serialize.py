@@ -167,6 +167,10 @@ def from_dict(data: Any) -> model.Report:
             "re-run `tcinspect trace` on the model file to write a current report",
         )
     fields = dict(data)
+    summary = fields.get("summary")
+    if "timings" not in fields and isinstance(summary, dict) and "compile_time_s" in summary:
+        # only --no-timings leaves timings out, and it leaves out every *_time_s key with them
+        raise ReportFormatError("missing key 'report.timings'")
     timings = fields.pop("timings", {}) or {}
     if not isinstance(timings, dict):
         raise _bad("report.timings", "a mapping", timings)
