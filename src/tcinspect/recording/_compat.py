@@ -28,19 +28,24 @@ def torch_version() -> str:
 def trace_handler(handler: logging.Handler) -> Iterator[None]:
     """Attach ``handler`` to the structured-trace logger for the duration; restore it after."""
     logger = logging.getLogger(TRACE_LOGGER_NAME)
-    old_level, old_propagate = logger.level, logger.propagate
+    old_level = logger.level
+    # its records carry their data as attributes and an empty message; pytest (8+) attaches its log
+    # capture to every non-propagating logger, so a failing test would print ~180 empty "DEBUG
+    # torch.__trace" lines. Handlers the root logger also has (catch-alls like pytest's) are detached
+    # for the duration; TORCH_TRACE's own handler is the trace logger's alone and stays.
+    catch_alls = [h for h in logger.handlers if h in logging.getLogger().handlers]
+    for h in catch_alls:
+        logger.removeHandler(h)
     logger.addHandler(handler)
     # trace_log is created at DEBUG; someone may have raised it (2.11-2.14 all check level)
     logger.setLevel(logging.DEBUG)
-    # its records carry their data as attributes and an empty message: propagated to the root logger,
-    # pytest's log capture would print ~180 empty "DEBUG torch.__trace" lines under a failing test
-    logger.propagate = False
     try:
         yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
-        logger.propagate = old_propagate
+        for h in catch_alls:
+            logger.addHandler(h)
 
 
 class _DropAll(logging.Filter):
