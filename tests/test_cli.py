@@ -35,7 +35,8 @@ def assert_one_line_error(err: str, *needles: str):
     (str(MODELS / "model_not_callable.py"), ["is a int, not an nn.Module or callable"]),
     (str(MODELS / "raises.py"), ["raises.py:6", "ValueError: boom in forward", "runs eagerly"]),
     (str(MODELS / "no_autograd_op.py"), ["the model raised RuntimeError", "no autograd formula"]),
-    (str(MODELS / "shape_mismatch.py"), ["the model raised RuntimeError: mat1 and mat2 shapes cannot be multiplied"]),
+    # torch 2.15 prefixes the message with the op ("addmm: mat1 and mat2 ..."): match the stable part
+    (str(MODELS / "shape_mismatch.py"), ["the model raised RuntimeError: ", "mat1 and mat2 shapes cannot be multiplied"]),
 ])
 def test_bad_model_files_exit_2_with_one_line(capsys, path, needles):
     code, out, err = cli(capsys, "trace", path, "--backend", "aot_eager")

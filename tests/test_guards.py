@@ -9,9 +9,10 @@ import runpy
 import pytest
 import torch
 
-from conftest import SAMPLES
+from conftest import MODELS, SAMPLES
 from tcinspect.cli import main
 from tcinspect.recording.engine import capture_file
+from tcinspect.recording.guards import suggest_recompile_fix
 from tcinspect.report import Options
 from tcinspect.views import guard_checks, guards_document
 
@@ -128,3 +129,17 @@ def test_input_sets_not_a_list_is_exit_2(capsys, tmp_path):
     model.write_text("import torch\nmodel = torch.sin\nexample_inputs = (torch.randn(2),)\ninput_sets = 3\n")
     code = main(["guards", str(model)])
     assert code == 2 and "`input_sets` in" in capsys.readouterr()[1]
+
+
+def test_a_global_state_recompile_names_the_setting_that_changed():
+    """The global-state guard names its fields: allow_tf32 up to torch 2.14, cuda_matmul_precision from 2.15."""
+    rep = capture_file(MODELS / "matmul_precision.py", options=Options(backend="eager"))
+    (recompile,) = rep.stages.dynamo.recompiles
+    (reason,) = recompile.reasons
+    assert reason.startswith("0/0: GLOBAL_STATE changed: ")
+    field = "cuda_matmul_precision" if torch.__version__ >= "2.15" else "allow_tf32"
+    assert field in reason
+    assert recompile.suggestion.startswith("A matmul precision setting changed")
+    # the grad-mode suggestion keeps its own cause, and a field tcinspect has no words for gets the general one
+    assert suggest_recompile_fix(("0/1: GLOBAL_STATE changed: grad_mode cuda_matmul_precision",)).startswith("Grad mode")
+    assert suggest_recompile_fix(("0/0: GLOBAL_STATE changed: default_dtype",)).startswith("A global torch setting")

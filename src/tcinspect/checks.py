@@ -26,9 +26,14 @@ class Limits:
     graph_breaks: Optional[int] = None
     recompiles: Optional[int] = None
     kernels: Optional[int] = None
+    #: seconds of compile time, forward and backward (``--max-compile-time``)
+    compile_time_s: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
+
+    def any(self) -> bool:
+        return bool(self.items()) or self.compile_time_s is not None
 
 
 @dataclass(frozen=True)
@@ -79,20 +84,47 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
             out.append(Finding(model, name, "fail", f"{name} {value} > max {limit}", rep.target.path))
         else:
             out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
+    if limits.compile_time_s is not None:
+        took = rep.summary.compile_time_s
+        status = "fail" if took > limits.compile_time_s else "ok"
+        out.append(Finding(model, "compile_time", status, f"compile time {took:.2f} s "
+                           f"{'>' if status == 'fail' else '<='} max {limits.compile_time_s:g} s",
+                           rep.target.path if status == "fail" else ""))
     return out
 
 
 # ----------------------------------------------------------------------------- baselines
 
 
-def snapshot(rep: Report) -> dict[str, Any]:
-    """A model's baseline entry: counts and identities, sorted, with no timings or paths."""
+def snapshot(rep: Report, compile_time: bool = False) -> dict[str, Any]:
+    """A model's baseline entry: counts and identities, sorted, with no paths; timings only when asked
+    (``compile_time``: the compile time a tolerance is later measured against)."""
     breaks = sorted({BreakKey.of(d.first) for d in distinct_breaks(rep)}, key=lambda k: (k.function, k.code, k.type))
     reasons = sorted({r for rc in rep.stages.dynamo.recompiles for r in rc.reasons})
     entry: dict[str, Any] = {m: metric(rep, m) for m in METRICS}
     entry["breaks"] = [{"type": k.type, "function": k.function, "code": k.code} for k in breaks]
     entry["recompile_reasons"] = reasons
+    if compile_time:
+        entry["compile_time_s"] = round(rep.summary.compile_time_s, 3)
     return entry
+
+
+def compare_compile_time(model: str, rep: Report, base: dict[str, Any], tolerance_pct: float,
+                         baseline_path: Any) -> Finding:
+    """Compile time against the baseline's, relative: fails past ``tolerance_pct`` percent slower."""
+    before = base.get("compile_time_s")
+    if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= 0:
+        raise UsageError(f"baseline {baseline_path} has no compile time for {model}",
+                         f"record one with `tcinspect check {model} --baseline {baseline_path} --update "
+                         f"--compile-time-tolerance {tolerance_pct:g}`")
+    now = rep.summary.compile_time_s
+    change = 100.0 * (now - before) / before
+    text = f"compile time {now:.2f} s vs baseline {before:.2f} s ({change:+.0f}%, tolerance {tolerance_pct:g}%)"
+    if change > tolerance_pct:
+        return Finding(model, "compile_time", "fail", text, rep.target.path)
+    if change < -tolerance_pct:
+        return Finding(model, "compile_time", "improved", text)
+    return Finding(model, "compile_time", "ok", text)
 
 
 def baseline_key(model_path: str, baseline_path: Path) -> str:
@@ -178,7 +210,11 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise UsageError(f"{where}: {key} must be a whole number >= 0, not {v!r}", f"fix {key} in {where}")
             kwargs[m] = v
-    return Limits(**kwargs)
+    seconds = values.get("max_compile_time")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
+        raise UsageError(f"{where}: max_compile_time must be a number of seconds > 0, not {seconds!r}",
+                         f"fix max_compile_time in {where}")
+    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None)
 
 
 @dataclass(frozen=True)
@@ -237,7 +273,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     """Command-line limits win over per-model budgets, which win over the config's defaults."""
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
-    for m in METRICS:
+    for m in (*METRICS, "compile_time_s"):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

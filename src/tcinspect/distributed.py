@@ -317,13 +317,13 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
         rep = serialize.from_dict(data["report"])
         return (RankReport(rank=files.rank, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                            stages=rep.stages, compiles=rep.compiles, calls=rep.calls, input_errors=rep.input_errors,
-                           ddp_splits=splits), rep)
+                           ddp_splits=splits, compile_time=rep.compile_time), rep)
     if data is not None and "error" in data:
         err = data["error"]
         text = TcinspectError(str(err.get("cause", "")), str(err.get("fix", ""))).one_line()
         partial = _recorded(events, options, None)
         return (RankReport(rank=files.rank, status="error", error=text, device=options.device, stages=partial[0],
-                           compiles=partial[1], ddp_splits=splits), None)
+                           compiles=partial[1], ddp_splits=splits, compile_time=_compile_time(events)), None)
     fault, stopped = _read_text(files.fault), _read_text(files.stopped)
     fatal = _FATAL.search(fault)
     if not files.pid.exists():
@@ -341,13 +341,20 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
         return RankReport(rank=files.rank, status=status, error=why, where=where, device=options.device), None
     partial = _partial_stages(files.events, path, model_name, options, f"rank {files.rank} {status}: {why}")
     return RankReport(rank=files.rank, status=status, error=why, where=where, device=options.device,
-                      stages=partial.stages, compiles=partial.compiles, ddp_splits=splits), None
+                      stages=partial.stages, compiles=partial.compiles, ddp_splits=splits,
+                      compile_time=partial.compile_time), None
 
 
 def _recorded(events: list, options: Options, failure: Any) -> tuple[Any, Any]:
     from tcinspect.recording import assemble
 
     return assemble.build(events, backend=options.backend, failure=failure)
+
+
+def _compile_time(events: list) -> Any:
+    from tcinspect.recording import compiletime
+
+    return compiletime.build(events)
 
 
 def _partial_stages(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
@@ -424,6 +431,7 @@ def _base(ranks: Sequence[RankReport], reports: dict[int, Report], src: Any, pat
     return Report(torch_version=other.torch_version if other else installed_torch_version(),
                   device=(other.device if other else "") or device or "cpu", target=target,
                   options=other.options if other else options, stages=r0.stages, compiles=r0.compiles,
+                  compile_time=r0.compile_time,
                   calls=r0.calls, input_errors=r0.input_errors, tcinspect_version=__version__)
 
 
@@ -471,7 +479,8 @@ def raise_for_ranks(rep: Report, timeout: Optional[float] = None) -> None:
 def rank_report(rep: Report, rr: RankReport) -> Report:
     """One rank as a whole report (for the commands and checks that read one)."""
     return rep.replace(stages=rr.stages, compiles=rr.compiles, calls=rr.calls, input_errors=rr.input_errors,
-                       device=rr.device or rep.device, error="" if rr.status == OK else rr.error, ranks=())
+                       device=rr.device or rep.device, error="" if rr.status == OK else rr.error, ranks=(),
+                       compile_time=rr.compile_time)
 
 
 def per_rank(rep: Report) -> list[tuple[str, Report]]:

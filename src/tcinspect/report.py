@@ -203,6 +203,14 @@ class Kernel:
     #: Buffers the launch passes whose allocation the wrapper states: "buf0: f32[8, 32]".
     buffers: tuple[str, ...] = ()
     source: str = ""  # the kernel's code (Triton Python or C++)
+    #: "inductor": source_nodes are exactly what Inductor's provenance tracking states for this launch;
+    #: "inferred": read from the wrapper's comments and kernel names (Inductor stated nothing).
+    provenance: str = ""
+    provenance_key: str = ""  # Inductor's "name:debug handle" of this launch, where the wrapper states it
+    dynamo_nodes: tuple[str, ...] = ()  # nodes of Dynamo's (pre-grad) graph those post-grad nodes came from
+    modules: tuple[str, ...] = ()  # module paths (from nn_module_stack) of those nodes, e.g. transformer.h.0.attn
+    #: every frame of the stack traces Inductor gives for the kernel (user and library code), outermost first
+    frames: tuple[SourceLocation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -285,6 +293,8 @@ class Options:
     aoti: bool = False  # export: also compile and package with AOTInductor, and compare with eager
     #: ``codegen --bench``: time every kernel this many runs on the GPU (0: no kernel benchmark)
     bench: int = 0
+    #: ``codegen --bench --try-mode MODE``: also time the step compiled with this torch.compile mode
+    try_mode: str = ""
 
 
 def options_from_json(data: dict) -> Options:
@@ -391,6 +401,27 @@ class ExportRun:
 
 
 @dataclass(frozen=True)
+class EventCount:
+    """A structured-trace event name and how many times it was logged."""
+
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ParseHealth:
+    """What the parser met but did not understand: a sign that torch changed under tcinspect."""
+
+    #: Structured-trace events tcinspect does not know by name (kept, not read), in first-seen order.
+    unknown_events: tuple[EventCount, ...] = ()
+    #: Lines of an events file that were not a structured-trace record (e.g. cut short by a crash).
+    lines_not_understood: int = 0
+    #: Known artifacts whose payload could not be read (e.g. a damaged provenance mapping: the kernels
+    #: it describes are marked ``provenance: inferred``).
+    artifacts_not_understood: tuple[EventCount, ...] = ()
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything tcinspect recorded about one torch.compile run."""
 
@@ -414,8 +445,12 @@ class Report:
     ranks: tuple[RankReport, ...] = ()
     #: ``codegen --bench``: every kernel timed on the GPU and placed on the roofline.
     bench: Optional[KernelBench] = None
+    #: Set only when the parser met something it did not understand (see ParseHealth).
+    parse: Optional[ParseHealth] = None
     #: Seconds spent compiling (wall), kept apart so that reports diff cleanly.
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
+    #: Where compile time went, phase by phase (``tcinspect compile-time``); None for older reports.
+    compile_time: Optional[CompileTime] = None
 
     @property
     def summary(self) -> Summary:
@@ -435,7 +470,7 @@ class Report:
             guards=sum(len(g.guards) for g in dyn.graphs),
             aot_graphs=aot,
             kernels=sum(len(o.kernels) for o in self.stages.inductor.outputs),
-            compile_time_s=round(sum(c.entire_frame_compile_time_s for c in self.compiles), 3),
+            compile_time_s=round(sum(c.entire_frame_compile_time_s for c in self.compiles) + _backward_s(self), 3),
             cache_hits=sum(1 for o in self.stages.inductor.outputs if o.cache == "hit"),
             cache_misses=sum(1 for o in self.stages.inductor.outputs if o.cache == "miss"),
         )
@@ -448,6 +483,12 @@ class Report:
 
     def replace(self, **changes: object) -> "Report":
         return dataclasses.replace(self, **changes)
+
+
+def _backward_s(rep: Report) -> float:
+    """Backward compile time (bwd_compilation_metrics), which compilation_metrics does not include."""
+    ct = rep.compile_time
+    return sum(c.total_s for c in ct.compiles if c.part == "backward") if ct is not None else 0.0
 
 
 #: Report.error starts so when a --backend or --pass the user gave is at fault (exit 2, not 3).
@@ -505,12 +546,13 @@ class RankReport:
     calls: int = 0
     input_errors: tuple[InputSetError, ...] = ()
     ddp_splits: tuple[DdpSplit, ...] = ()
+    compile_time: Optional[CompileTime] = None
 
     @property
     def summary(self) -> Summary:
         # the same counts as a whole report's, from this rank's own stages
         return Report(torch_version="", device=self.device, target=Target(kind="rank"), stages=self.stages,
-                      compiles=self.compiles).summary
+                      compiles=self.compiles, compile_time=self.compile_time).summary
 
 
 @dataclass(frozen=True)
@@ -575,6 +617,51 @@ class KernelTiming:
     pct_of_roofline: float = 0.0  # achieved / attainable at its arithmetic intensity
     share: float = 0.0  # percent of the summed kernel time
     note: str = ""
+    #: Its GPU time in the real step (µs, the median over StepProfile.steps profiled steps, all the GPU
+    #: kernels it ran as, e.g. two for a cuBLAS call); 0 when not matched. Warm L2, real ordering.
+    in_step_us: float = 0.0
+    in_step_kernels: int = 0  # the GPU kernels this launch ran as in one step
+
+
+@dataclass(frozen=True)
+class StepGap:
+    """A stretch of the step with the GPU idle, and the kernels on either side."""
+
+    idle_us: float
+    after: str  # "0/0 forward triton_poi_fused_add_0", or a kernel outside the compiled graphs
+    before: str
+    boundary: str = ""  # "graph boundary" when the two sides are different graphs (or one is outside them)
+
+
+@dataclass(frozen=True)
+class TimeShare:
+    """GPU time of the step spent on kernels from one user line or one module."""
+
+    key: str  # "file.py:12" or a module path
+    us: float
+    pct: float  # of the in-step kernel time of the compiled graphs
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """The real compiled step under torch.profiler (CUPTI), kernel events matched to the catalog."""
+
+    steps: int
+    method: str
+    wall_us: float  # median step: from the step's start on the CPU to the last kernel's end on the GPU
+    gpu_busy_us: float  # union of the step's GPU kernel intervals
+    gpu_busy_pct: float
+    launches: int  # GPU kernels per step
+    cpu_between_launches_us: float  # median CPU time from one kernel launch call to the next
+    in_graph_us: float  # summed in-step time of the catalog's kernels
+    outside_us: float  # GPU kernels outside the compiled graphs (eager code, optimizer, ...)
+    outside_kernels: int
+    verdict: str  # GPU-bound | launch-bound | CPU-bound between graphs
+    evidence: str
+    suggestion: str
+    gaps: tuple[StepGap, ...] = ()
+    by_line: tuple[TimeShare, ...] = ()
+    by_module: tuple[TimeShare, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -603,3 +690,80 @@ class KernelBench:
     #: (µs): measured with a 1-element kernel, subtracted from every time.
     launch_overhead_us: float = 0.0
     notes: tuple[str, ...] = ()
+    step: Optional[StepProfile] = None  # the real step under the profiler (in-step times, where time goes)
+
+
+# ----------------------------------------------------------------------------- compile time
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One timed span of the compiler (torch's ``dynamo_timed``), with the spans inside it."""
+
+    name: str  # torch's event name: bytecode_tracing, backend_compile, GraphLowering.run, compile_file, ...
+    #: dynamo | aot_autograd | graph_passes | lowering | scheduling | codegen | compile | autotune | cache |
+    #: inductor | other (compiletime.GROUPS)
+    group: str
+    start_s: float  # from the start of its compile's root span
+    seconds: float  # inclusive
+    #: exclusive: in no span inside it (for a span with children, shown as its "other")
+    self_s: float
+    children: tuple[Phase, ...] = ()
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    """One look-up in a compile cache, as torch logged it."""
+
+    cache: str  # fx_graph | aot_autograd
+    part: str  # forward | backward | "" (the AOTAutograd cache holds both)
+    state: str  # hit | miss | bypass | disabled
+    reason: str = ""  # why it was bypassed, as torch says
+    saved_s: float = 0.0  # an AOTAutograd hit: the compile time it saved, by torch's estimate
+
+
+@dataclass(frozen=True)
+class CompileTiming:
+    """Where one compile's time went: a Dynamo frame compile (forward) or its lazy backward compile."""
+
+    compile_id: str
+    part: str  # forward | backward | runtime (a span after the compile, e.g. runtime autotuning)
+    function: str = ""
+    start_s: float = 0.0  # from the start of the run's first compile
+    #: torch's own measure (compilation_metrics entire_frame_compile_time_s; bwd_compilation_metrics
+    #: duration), else the root span's length
+    total_s: float = 0.0
+    inductor_s: float = 0.0  # torch's inductor_compile_time_s for this part
+    root: Optional[Phase] = None  # entire_frame_compile | entire_backward_compile
+    #: spans of compile worker threads that overlapped it (kernels compiled in parallel): not in the sum
+    workers: tuple[Phase, ...] = ()
+    #: Dynamo's restart_reasons (first lines): each restart threw away the attempt before it
+    restarts: tuple[str, ...] = ()
+    caches: tuple[CacheLookup, ...] = ()
+    before_restart_s: float = 0.0  # the time those attempts took (dynamo_time_before_restart_s)
+
+
+@dataclass(frozen=True)
+class CompileTimeFinding:
+    """Something in the compile time that can be fixed, with what to do."""
+
+    kind: str  # recompile | cache_bypass | cold_compile | compile_threads | restart | autotune
+    compile_id: str
+    seconds: float  # the time at stake
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class CompileTime:
+    """Every compile's phases (from torch's chromium_event spans), its caches, and what to do."""
+
+    compiles: tuple[CompileTiming, ...] = ()
+    findings: tuple[CompileTimeFinding, ...] = ()
+    compile_threads: int = 0  # Inductor's compile_threads (0: not recorded)
+    #: spans that could not be placed: an end without its start, a start without its end
+    unmatched_spans: int = 0
+
+    @property
+    def total_s(self) -> float:
+        return round(sum(c.total_s for c in self.compiles if c.part != "runtime"), 6)

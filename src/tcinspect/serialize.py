@@ -56,11 +56,15 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         out["exports"] = _plain(rep.exports)
     if rep.bench is not None:  # only `codegen --bench` has one; other reports stay as they were
         out["bench"] = _plain(rep.bench)
+    if rep.parse is not None:  # only when the parser met what it did not understand
+        out["parse"] = _plain(rep.parse)
     if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
         from tcinspect.distributed import divergences, serialize_divergence
 
         out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
         out["divergence"] = [serialize_divergence(d) for d in divergences(rep.ranks)]
+    if rep.compile_time is not None and timings:  # reports from before it have none, and stay as they were
+        out["compile_time"] = _plain(rep.compile_time)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -77,6 +81,8 @@ def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
     out = _plain(r)
     out = {**{k: out.pop(k) for k in ("rank", "status", "error", "where", "device", "calls", "input_errors")},
            "summary": _plain(r.summary), **out}
+    if out.get("compile_time") is None or not timings:  # written only when present, like a report's
+        out.pop("compile_time", None)
     if not timings:
         out["summary"].pop("compile_time_s", None)
         for c in out["compiles"]:
@@ -141,13 +147,21 @@ def _build(tp: Any, value: Any, where: str) -> Any:
 
 
 #: Report sections written only when present (see to_dict); every other field is always written.
-OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "ranks", "timings")
+OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings")
+#: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
+#: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
+ADDED_TO_SCHEMA_1 = frozenset({
+    "Kernel.provenance", "Kernel.provenance_key", "Kernel.dynamo_nodes", "Kernel.modules", "Kernel.frames",
+    "Options.try_mode", "KernelTiming.in_step_us", "KernelTiming.in_step_kernels", "KernelBench.step",
+    "RankReport.compile_time",
+})
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 
 
 def _may_be_absent(tp: type, f: dataclasses.Field) -> bool:
     # *_time_s keys are left out by --no-timings and read back as 0
-    return (tp is model.Report and f.name in OPTIONAL_SECTIONS) or f.name.endswith("_time_s")
+    return ((tp is model.Report and f.name in OPTIONAL_SECTIONS) or f"{tp.__name__}.{f.name}" in ADDED_TO_SCHEMA_1
+            or f.name.endswith("_time_s"))
 
 
 def _bad(where: str, expected: str, value: Any) -> ReportFormatError:

@@ -125,7 +125,11 @@ def codegen_document(rep: Report) -> dict[str, Any]:
             "fusion": {"post_grad_ops": f.post_grad_ops, "kernels": f.kernels, "generated_kernels": f.generated_kernels,
                        "extern_kernels": f.extern_kernels, "extern_ops": list(f.extern_ops)},
             "kernels": [{"name": k.name, "kind": k.kind, "language": k.language, "aten_ops": list(k.aten_ops),
-                         "source_nodes": list(k.source_nodes), "user_lines": list(k.user_lines), "numel": k.numel,
+                         "source_nodes": list(k.source_nodes), "provenance": k.provenance,
+                         "dynamo_nodes": list(k.dynamo_nodes), "modules": list(k.modules),
+                         "user_lines": list(k.user_lines),
+                         "frames": [{"file": f.file, "line": f.line, "function": f.function} for f in k.frames],
+                         "numel": k.numel,
                          "buffers": list(k.buffers), "launch": k.launch, "source": k.source} for k in o.kernels],
         })
     return {"torch_version": rep.torch_version, "device": rep.device,
@@ -213,8 +217,9 @@ def guards_document(rep: Report) -> dict[str, Any]:
     }
 
 
-#: `codegen --bench --sort`: slowest first, furthest below the roofline first, or as launched.
-BENCH_SORTS = ("time", "peak", "launch")
+#: `codegen --bench --sort`: most in-step time first (the default when the step was profiled), slowest
+#: isolated replay first, furthest below the roofline first, or as launched.
+BENCH_SORTS = ("step", "time", "peak", "launch")
 
 #: The units of the kernel benchmark's numbers, written beside them in YAML/JSON.
 BENCH_UNITS = {
@@ -227,6 +232,10 @@ BENCH_UNITS = {
     "share": "percent of the summed kernel time", "eager_ms": "milliseconds per call",
     "compiled_ms": "milliseconds per call", "total_us": "microseconds",
     "launch_overhead_us": "microseconds (subtracted from every median_us and min_us)",
+    "in_step_us": "microseconds (GPU time in the real step under torch.profiler, median over the profiled steps)",
+    "wall_us": "microseconds per step", "gpu_busy_us": "microseconds per step", "gpu_busy_pct": "percent of wall_us",
+    "cpu_between_launches_us": "microseconds (median CPU time between kernel launch calls)",
+    "idle_us": "microseconds", "in_graph_us": "microseconds", "outside_us": "microseconds",
 }
 
 
@@ -235,6 +244,10 @@ def bench_rows(rep: Report, sort: str = "time") -> list[tuple[int, Any]]:
     rows = list(enumerate(rep.bench.kernels if rep.bench is not None else ()))
     if sort == "launch":
         return rows
+    if sort == "step" and rep.bench is not None and rep.bench.step is not None:
+        return sorted(rows, key=lambda r: (-r[1].in_step_us, -r[1].median_us))
+    if sort == "step":  # no profiled step in this report: the isolated replay times
+        sort = "time"
     timed = [r for r in rows if r[1].median_us > 0]
     untimed = [r for r in rows if r[1].median_us <= 0]
     if sort == "peak":
@@ -255,5 +268,59 @@ def bench_document(rep: Report, sort: str = "time") -> dict[str, Any]:
         "target": rep.target.path or rep.target.model_name, "runs": b.runs, "method": b.method, "units": BENCH_UNITS,
         "peaks": _plain(b.peaks), "end_to_end": _plain(b.end_to_end), "total_us": b.total_us,
         "launch_overhead_us": b.launch_overhead_us, "sort": sort,
+        **({"step": _plain(b.step)} if b.step is not None else {}),
         "kernels": [{"launch": n, **_plain(k)} for n, k in bench_rows(rep, sort)], "notes": list(b.notes),
     }
+
+
+# ----------------------------------------------------------------------------- line / module -> kernels
+
+def _line_spec(spec: str) -> tuple[str, int]:
+    path, sep, line = spec.rpartition(":")
+    if not sep or not path or not line.isdigit():
+        raise ValueError(spec)
+    return path, int(line)
+
+
+def _same_file(reported: str, asked: str) -> bool:
+    r, a = reported.replace("\\", "/"), asked.replace("\\", "/").lstrip("./")
+    return r == a or r.endswith("/" + a)
+
+
+def kernels_of_line(rep: Report, spec: str) -> list[tuple[OutputCode, int, Kernel]]:
+    """Every kernel whose provenance names FILE:LINE in any frame (the user's line or a library line).
+
+    FILE may be a basename or any trailing part of the path. Raises ValueError for a malformed spec.
+    """
+    path, line = _line_spec(spec)
+    out = []
+    for o in rep.stages.inductor.outputs:
+        for i, k in enumerate(o.kernels):
+            frames = [(f.file, f.line) for f in k.frames] + [tuple(_line_spec(x)) for x in k.user_lines if ":" in x]
+            if any(ln == line and _same_file(f, path) for f, ln in frames):
+                out.append((o, i, k))
+    return out
+
+
+def kernels_of_module(rep: Report, path: str) -> list[tuple[OutputCode, int, Kernel]]:
+    """Every kernel made from nodes of module PATH or a submodule of it (``model.`` in front is optional)."""
+    names = {path.strip(".")}
+    first, _, rest = path.partition(".")
+    if first in ("model", rep.target.model_name) and rest:
+        names.add(rest)
+    out = []
+    for o in rep.stages.inductor.outputs:
+        for i, k in enumerate(o.kernels):
+            if any(m == n or m.startswith(n + ".") for m in k.modules for n in names):
+                out.append((o, i, k))
+    return out
+
+
+def kernel_time_share(rep: Report) -> dict[tuple[str, str, int], float]:
+    """(compile id, part, index) -> that launch's share of the benchmarked GPU time (empty without --bench)."""
+    if rep.bench is None:
+        return {}
+    total = sum(t.median_us for t in rep.bench.kernels if t.median_us > 0)
+    if total <= 0:
+        return {}
+    return {(t.compile_id, t.part, t.index): t.median_us / total for t in rep.bench.kernels if t.median_us > 0}

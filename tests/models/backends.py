@@ -10,6 +10,13 @@ def counting_backend(gm, example_inputs):
     return gm.forward
 
 
+def logs_an_unknown_event(gm, example_inputs):
+    """Logs a structured-trace event no torch logs, as a newer torch might, then runs the graph."""
+    torch._logging.trace_structured("artifact", metadata_fn=lambda: {"name": "tcinspect_test_unknown_event",
+                                                                     "encoding": "string"}, payload_fn=lambda: "new")
+    return gm.forward
+
+
 def raising_backend(gm, example_inputs):
     raise RuntimeError("no lowering for this")
 

@@ -48,6 +48,7 @@ from tcinspect.cli import diff as _diff  # noqa: E402,F401
 from tcinspect.cli import guards as _guards  # noqa: E402,F401
 from tcinspect.cli import verify as _verify  # noqa: E402,F401
 from tcinspect.cli import export as _export  # noqa: E402,F401
+from tcinspect.cli import compile_time as _compile_time  # noqa: E402,F401
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

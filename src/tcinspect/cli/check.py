@@ -21,6 +21,13 @@ MaxBreaks = Annotated[Optional[int], _max("--max-graph-breaks", "graph breaks")]
 MaxGraphs = Annotated[Optional[int], _max("--max-graphs", "graphs")]
 MaxRecompiles = Annotated[Optional[int], _max("--max-recompiles", "recompiles")]
 MaxKernels = Annotated[Optional[int], _max("--max-kernels", "kernels")]
+MaxCompileTime = Annotated[Optional[float], typer.Option(
+    "--max-compile-time", help="Fail when compile time (forward and backward, seconds) exceeds this.",
+    show_default=False, min=0, metavar="S")]
+CompileTimeTolerance = Annotated[Optional[float], typer.Option(
+    "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
+                                     "the baseline's (relative, per model); with --update: record compile time.",
+    show_default=False, min=0, metavar="PCT")]
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
@@ -31,6 +38,8 @@ def check(
     max_graphs: MaxGraphs = None,
     max_recompiles: MaxRecompiles = None,
     max_kernels: MaxKernels = None,
+    max_compile_time: MaxCompileTime = None,
+    compile_time_tolerance: CompileTimeTolerance = None,
     baseline: Annotated[Optional[Path], typer.Option(
         "--baseline", help="Compare against this snapshot (default: `baseline` in [tool.tcinspect]).",
         show_default=False)] = None,
@@ -63,9 +72,11 @@ def check(
     baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
-    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels)
+    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
+    if compile_time_tolerance is not None and baseline_path is None:
+        raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not any(
-            checks.merged_limits(cli_limits, config, p).items() for p in paths):
+            checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
                          "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
     base = checks.load_baseline(baseline_path) if baseline_path is not None and not update else None
@@ -81,13 +92,16 @@ def check(
             outcome.findings += distributed.labelled(checks.check_limits(name, one, limits), prefix)
         outcome.findings += distributed.divergence_findings(name, rep)
         if update:
-            snapshots[name] = checks.snapshot(rep)
+            snapshots[name] = checks.snapshot(rep, compile_time=compile_time_tolerance is not None)
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
                                  f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
             for prefix, one in distributed.per_rank(rep):
                 outcome.findings += distributed.labelled(checks.compare(name, one, base[name]), prefix)
+            if compile_time_tolerance is not None:
+                outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
+                                                                    baseline_path))
 
     if update:
         _update(baseline_path, snapshots)

@@ -16,7 +16,8 @@ from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
 from tcinspect.report import NOT_RUN, Options, Report
-from tcinspect.views import BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, nearest_kernel_names
+from tcinspect.views import (BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, kernel_time_share,
+                             kernels_of_line, kernels_of_module, nearest_kernel_names)
 
 KernelOpt = Annotated[Optional[str], typer.Option(
     "--kernel", "-k", help="Show this kernel's code and metadata (exact name, substring or glob).", show_default=False)]
@@ -27,7 +28,17 @@ BenchOpt = Annotated[bool, typer.Option(
     "--bench", help="Time every kernel on the CUDA GPU (median of --bench-runs runs) and place it on the roofline: "
                     "GB/s and TFLOP/s against the device's peaks, and eager vs compiled per call. Implies --device cuda.")]
 BenchRunsOpt = Annotated[int, typer.Option("--bench-runs", help="Timed runs per kernel for --bench.", min=5)]
-SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: time (slowest first), peak (furthest "
+LineOpt = Annotated[Optional[str], typer.Option(
+    "--line", help="What did this line become? The kernels whose provenance names FILE:LINE (a basename is enough).",
+    show_default=False)]
+ModuleOpt = Annotated[Optional[str], typer.Option(
+    "--module", help="What did this module become? The kernels made from module PATH or its submodules, "
+                     "e.g. transformer.h.0.attn.", show_default=False)]
+TryModeOpt = Annotated[Optional[str], typer.Option(
+    "--try-mode", help="With --bench: also compile with this torch.compile mode (e.g. reduce-overhead, CUDA graphs) "
+                       "and time its step beside the default's.", show_default=False)]
+SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: step (most GPU time in the real step "
+                                                     "first), time (slowest isolated replay first), peak (furthest "
                                                      "below the roofline first) or launch.")]
 
 
@@ -37,11 +48,14 @@ def codegen(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
     kernel: KernelOpt = None,
+    line: LineOpt = None,
+    module: ModuleOpt = None,
     wrapper: WrapperOpt = False,
     save: SaveOpt = None,
     bench: BenchOpt = False,
     bench_runs: BenchRunsOpt = 100,
-    sort: SortOpt = "time",
+    sort: SortOpt = "step",
+    try_mode: TryModeOpt = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
     model: c.ModelOpt = "model",
@@ -60,17 +74,58 @@ def codegen(
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
     fmt = c.check_format(fmt)
     opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
+    if try_mode is not None and not bench:
+        raise UsageError("--try-mode measures a mode beside --bench's step", "add --bench")
+    if try_mode is not None and try_mode not in TRY_MODES:
+        raise UsageError(f"--try-mode {try_mode!r} is not a torch.compile mode", f"pass one of {', '.join(TRY_MODES)}")
     if bench:
         opts = _bench_options(opts, bench_runs, sort, wrapper or save is not None)
+        if try_mode:
+            opts = replace(opts, try_mode=try_mode)
+    if line is not None and module is not None:
+        raise UsageError("--line and --module are two questions", "ask one at a time")
+    if line is not None:
+        _check_line(line)
+    query = ("line", line) if line is not None else ("module", module) if module is not None else None
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
-                  show=lambda rep: _show_bench(rep, kernel, sort, fmt, output) if bench
+                  show=lambda rep: _show_query(rep, query, fmt, output) if query is not None
+                  else _show_bench(rep, kernel, sort, fmt, output) if bench
                   else _show(rep, kernel, wrapper, save, fmt, output))
+
+
+def _check_line(spec: str) -> None:
+    path, sep, number = spec.rpartition(":")
+    if not sep or not path or not number.isdigit():
+        raise UsageError(f"--line {spec!r} is not FILE:LINE", "pass e.g. --line model.py:42")
+
+
+def _show_query(rep: Report, query: tuple[str, str], fmt: str, output: Optional[Path]) -> None:
+    """--line / --module: the kernels one line or one module became, with their time share under --bench."""
+    what, value = query
+    matches = kernels_of_line(rep, value) if what == "line" else kernels_of_module(rep, value)
+    shares = kernel_time_share(rep)
+    if not matches:
+        known = sorted({m for o in rep.stages.inductor.outputs for k in o.kernels for m in k.modules})
+        hint = (f"modules in this report: {', '.join(known[:8])}{' …' if len(known) > 8 else ''}" if what == "module"
+                else "pass a line Inductor's stack traces name: `tcinspect codegen FILE --kernel NAME` lists a kernel's frames")
+        raise UsageError(f"no kernel comes from {what} {value}", hint)
+    doc = {"query": {what: value}, "kernels": [
+        {"compile_id": o.compile_id, "part": o.part, "index": i, "name": k.name, "kind": k.kind,
+         "provenance": k.provenance, "modules": list(k.modules), "user_lines": list(k.user_lines),
+         "source_nodes": list(k.source_nodes),
+         **({"time_share": round(shares[(o.compile_id, o.part, i)], 4)} if (o.compile_id, o.part, i) in shares else {})}
+        for o, i, k in matches]}
+    c.emit_document(doc, fmt, output, lambda: render.query(f"{what} {value}", matches, shares))
+
+
+#: torch.compile's modes (torch/__init__.py: compile's ``mode``)
+TRY_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 def _bench_options(opts: Options, runs: int, sort: str, other_view: bool) -> Options:
     """--bench: the capture times the kernels (a cache entry without timings never answers it)."""
     if sort not in BENCH_SORTS:
-        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort time, peak or launch")
+        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     if other_view:
         raise UsageError("--bench is a view of its own", "leave out --wrapper and --save with --bench")
     return replace(opts, bench=runs, device=opts.device or "cuda")

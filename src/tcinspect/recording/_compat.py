@@ -1,6 +1,7 @@
 """Every private torch access tcinspect makes, in one place, version by version.
 
-Supported: torch 2.11 (the GPU machines) to 2.14. Each function names what it touches and why.
+Supported: torch 2.11 (the GPU machines) to 2.15 (2.13-2.15 on the CPU machines). Each function names
+what it touches and why.
 """
 
 from __future__ import annotations
@@ -8,15 +9,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import sys
 import tempfile
 import traceback
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
 #: The structured-trace logger (torch/_logging/_internal.py: ``trace_log``). It never
-#: propagates; trace_structured() emits only while it has a handler (2.11-2.14).
+#: propagates; trace_structured() emits only while it has a handler (2.11-2.15).
 TRACE_LOGGER_NAME = "torch.__trace"
 
 
@@ -36,8 +39,11 @@ def trace_handler(handler: logging.Handler) -> Iterator[None]:
     catch_alls = [h for h in logger.handlers if h in logging.getLogger().handlers]
     for h in catch_alls:
         logger.removeHandler(h)
-    logger.addHandler(handler)
-    # trace_log is created at DEBUG; someone may have raised it (2.11-2.14 all check level)
+    # first, not last: torch's LazyTraceHandler removes itself from trace_log.handlers while the
+    # first record of a process is being handled (no TORCH_TRACE dir; torch/_logging/_internal.py,
+    # 2.11-2.14), and logging's loop over that list then skips the handler after it
+    logger.handlers.insert(0, handler)
+    # trace_log is created at DEBUG; someone may have raised it (2.11-2.15 all check level)
     logger.setLevel(logging.DEBUG)
     try:
         yield
@@ -59,7 +65,7 @@ def quiet_torch_logs() -> Iterator[None]:
 
     torch installs stderr handlers on "torch" and on each registered component logger
     ("torch._dynamo", "torch._subclasses.fake_tensor", ...) at import (torch/_logging/_internal.py,
-    2.11-2.14) and logs e.g. fake-tensor errors there; the report already holds what they say.
+    2.11-2.15) and logs e.g. fake-tensor errors there; the report already holds what they say.
     The structured-trace logger keeps its handlers, so recording is unaffected.
     """
     loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
@@ -89,7 +95,7 @@ def private_inductor_cache() -> Iterator[str]:
     """A fresh, empty Inductor/Triton cache directory: a cold compile (``--fresh``).
 
     TORCHINDUCTOR_CACHE_DIR is read on each cache access (torch._inductor.runtime.cache_dir_utils,
-    2.11-2.14); the in-memory caches are cleared too so that nothing warm survives in-process.
+    2.11-2.15); the in-memory caches are cleared too so that nothing warm survives in-process.
     """
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     old_triton = os.environ.get("TRITON_CACHE_DIR")
@@ -114,7 +120,7 @@ def _restore_env(key: str, value: Any) -> None:
 
 def _clear_in_memory_caches() -> None:
     # torch._inductor.utils.clear_caches / fresh_cache helpers moved between versions; the
-    # code caches below exist with cache_clear() in 2.11-2.14.
+    # code caches below exist with cache_clear() in 2.11-2.15.
     try:
         from torch._inductor import codecache
 
@@ -155,7 +161,7 @@ def stage_of_exception(exc: BaseException) -> str:
 
 
 def compiler_error_root(exc: BaseException) -> BaseException:
-    """The exception a backend raised, unwrapped from BackendCompilerFailed (``inner_exception``, 2.11-2.14)."""
+    """The exception a backend raised, unwrapped from BackendCompilerFailed (``inner_exception``, 2.11-2.15)."""
     inner = getattr(exc, "inner_exception", None)
     return inner if isinstance(inner, BaseException) else exc
 
@@ -166,7 +172,7 @@ def compile_fn(model: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
 
 
 def inductor_config_snapshot() -> dict[str, Any]:
-    """Inductor's config as a dict (torch._inductor.config.save_config_portable, 2.11-2.14)."""
+    """Inductor's config as a dict (torch._inductor.config.save_config_portable, 2.11-2.15)."""
     from torch._inductor import config
 
     return dict(config.get_config_copy())
@@ -177,7 +183,7 @@ def dynamo_config_snapshot() -> dict[str, Any]:
 
 
 def registered_backends(everything: bool = True) -> list[str]:
-    """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.14).
+    """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.15).
 
     ``everything=False`` leaves out the debug and experimental ones, as torch's own listing does.
     """
@@ -189,7 +195,7 @@ def registered_backends(everything: bool = True) -> list[str]:
 def log_artifact(name: str, payload: str) -> None:
     """Log a JSON artifact on the structured trace, under the compile id being compiled.
 
-    trace_structured attaches the current compile id itself (torch/_logging/_internal.py, 2.11-2.14),
+    trace_structured attaches the current compile id itself (torch/_logging/_internal.py, 2.11-2.15),
     so tcinspect's own records land beside PyTorch's for the same graph.
     """
     from torch._logging import trace_structured
@@ -200,7 +206,7 @@ def log_artifact(name: str, payload: str) -> None:
 def inductor_with_inner(inner: Callable[..., Any]) -> Callable[..., Any]:
     """An Inductor backend whose per-graph compile goes through ``inner(gm, example_inputs, next, **kw)``.
 
-    compile_fx takes an ``inner_compile`` (torch/_inductor/compile_fx.py, 2.11-2.14): it receives each
+    compile_fx takes an ``inner_compile`` (torch/_inductor/compile_fx.py, 2.11-2.15): it receives each
     ATen graph after AOTAutograd (forward, backward or inference) before Inductor lowers it.
     """
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
@@ -238,7 +244,7 @@ def user_kernel_table() -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
     """User Triton kernels Dynamo has seen: kernel_idx -> (name, source); constant_args_idx -> text.
 
     PyTorch keeps them in a side table (torch/_higher_order_ops/triton_kernel_wrap.py,
-    ``kernel_side_table``, 2.11-2.14), cleared by torch._dynamo.reset(): read it before that.
+    ``kernel_side_table``, 2.11-2.15), cleared by torch._dynamo.reset(): read it before that.
     """
     import inspect
 
@@ -277,7 +283,7 @@ def raised_in_torch(exc: BaseException) -> bool:
 
 
 def aoti_compile_and_package(exported_program: Any, package_path: str) -> str:
-    """AOTInductor: compile an ExportedProgram into a .pt2 package (torch._inductor, 2.11-2.14)."""
+    """AOTInductor: compile an ExportedProgram into a .pt2 package (torch._inductor, 2.11-2.15)."""
     return torch._inductor.aoti_compile_and_package(exported_program, package_path=package_path)
 
 
@@ -315,7 +321,7 @@ def _wrapper_frame(depth: int) -> Any:
     """The calling frame if it is an Inductor wrapper's ``call`` (or a graph partition), else None.
 
     Wrapper modules import ``reinterpret_tensor`` and ``extern_kernels`` at their top
-    (torch/_inductor/codegen/wrapper.py, 2.11-2.14); kernel modules and torch's own code do not.
+    (torch/_inductor/codegen/wrapper.py, 2.11-2.15); kernel modules and torch's own code do not.
     """
     import sys
 
@@ -346,7 +352,7 @@ def _schema_roles(op: Any) -> tuple[tuple[str, ...], dict[str, str]]:
 def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
     """Call ``hook(launch)`` just before every kernel launch an Inductor wrapper makes; undo it after.
 
-    What is patched, for the duration (torch 2.11-2.14):
+    What is patched, for the duration (torch 2.11-2.15):
     - ``CachingAutotuner.run`` (torch/_inductor/runtime/triton_heuristics.py): every generated and
       user Triton kernel; the wrapper calls ``kernel.run(*args, stream=...)``.
     - each callable of ``torch._inductor.select_algorithm.extern_kernels``: the wrapper looks
@@ -423,9 +429,139 @@ def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
 
 
 def gpu_sleep(cycles: int) -> None:
-    """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.14).
+    """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.15).
 
     The kernel bench queues it before each timed launch so the launch is enqueued before the GPU
     reaches it: the CUDA events then time the kernel, not the Python that launched it.
     """
     torch.cuda._sleep(int(cycles))
+
+
+# ----------------------------------------------------------------------------- provenance tracking
+#
+# Inductor's provenance tracking (torch._inductor.config.trace.provenance_tracking_level, 2.11-2.15)
+# logs two artifacts after each graph's output code: ``inductor_provenance_tracking_node_mappings``
+# (kernel "name:handle" -> post-grad nodes as ``cppCodeToPost``, post-grad -> pre-grad nodes) and
+# ``inductor_provenance_tracking_kernel_stack_traces`` (kernel -> the stack traces of its nodes).
+# The wrapper writes "# [Provenance debug handles] name:handle" above each launch.
+#
+# Two gaps in 2.11-2.15, read from torch/_inductor/debug.py and compile_fx.py:
+# - the node mapping is built only while ``debug._pre_grad_graph_id`` is set, i.e. inside
+#   compile_fx's ``reset_provenance_globals()``; a backward graph compiled lazily (at the first
+#   ``.backward()``) gets ``{"version": 2.0}`` alone, though Inductor recorded the kernel -> node
+#   lists in ``debug._inductor_triton_kernel_to_post_grad_node_info`` all the same;
+# - outside that context the two module-level dicts are never reset, so each later backward's
+#   stack-trace artifact also carries the kernels of every earlier backward (keys can collide:
+#   "extern_kernels.mm:2" in two graphs).
+# provenance_snapshot() reads the live lists when the stack-trace artifact is logged and then
+# empties both dicts, so every graph's artifacts hold that graph's kernels only.
+
+_MODULE_PATH = re.compile(r"_modules\[['\"]([^'\"]+)['\"]\]|\[['\"]?([^'\"\]]+)['\"]?\]")
+
+
+@contextlib.contextmanager
+def provenance_tracking() -> Iterator[None]:
+    """Turn Inductor's provenance tracking on (level 1) for the duration; restore level and state after.
+
+    The level is part of the FX graph cache key (codecache.FxGraphHashDetails, 2.11-2.15), so a
+    tracked compile never reuses an untracked cache entry and vice versa.
+    """
+    from torch._inductor import config as inductor_config
+    from torch._inductor import debug as inductor_debug
+
+    old_level = inductor_config.trace.provenance_tracking_level
+    saved = {name: getattr(inductor_debug, name, None) for name in _PROVENANCE_STATE}
+    for name, value in saved.items():
+        if isinstance(value, dict):
+            setattr(inductor_debug, name, {})
+    inductor_config.trace.provenance_tracking_level = 1
+    try:
+        yield
+    finally:
+        inductor_config.trace.provenance_tracking_level = old_level
+        for name, value in saved.items():
+            if value is not None:
+                setattr(inductor_debug, name, value)
+
+
+#: torch/_inductor/debug.py's module-level provenance dicts (2.11-2.15)
+_PROVENANCE_STATE = ("_inductor_triton_kernel_to_post_grad_node_info", "_inductor_kernel_stack_trace")
+
+
+def module_path(nn_module_stack: Any, names: Optional[dict[str, str]] = None) -> str:
+    """The innermost module of a node's ``nn_module_stack`` as a dotted path.
+
+    The stack's keys are ``str(id(module))`` (torch/_dynamo/variables/nn_module.py, 2.11-2.15): when
+    ``names`` maps those ids to names in the user's root model (``named_modules()``), that name is
+    used, so a module compiled after a graph break still reads ``m.transformer.h.0``. Otherwise
+    Dynamo's path relative to the compiled frame, e.g. ``L['self'].transformer.h.0.attn`` or
+    ``L['self']._modules['0']``, with the root (``L['self']``, ``L['fn']``) dropped.
+    """
+    if not nn_module_stack:
+        return ""
+    try:
+        key, entry = list(nn_module_stack.items())[-1]
+        path = entry[0]
+    except (AttributeError, IndexError, TypeError, KeyError):
+        return ""
+    if names and str(key) in names:
+        return names[str(key)]
+    path = str(path)
+    m = re.match(r"^(?:L|G)\[['\"][^'\"]+['\"]\]", path)
+    rest = path[m.end():] if m else path
+    rest = _MODULE_PATH.sub(lambda x: "." + (x.group(1) or x.group(2)), rest)
+    return rest.strip(".")
+
+
+def provenance_snapshot(names: Optional[dict[str, str]] = None) -> tuple[str, dict[str, Any]]:
+    """What Inductor knows of the graph whose provenance artifacts are being logged right now.
+
+    Called from the trace handler while ``inductor_provenance_tracking_kernel_stack_traces`` is
+    logged. Returns ("compile", {"kernels": {"name:handle": [post-grad nodes]}, "modules":
+    {post-grad node: module path}}) when Inductor has just generated the code (the caller is
+    ``codegen_and_compile`` in compile_fx.py, whose local ``gm`` is the post-grad graph, 2.11-2.15),
+    ("cache_hit", {}) when the code came from the FX graph cache (``cache_hit_post_compile``), and
+    ("", {}) otherwise. Empties Inductor's two module-level provenance dicts afterwards.
+    """
+    from torch._inductor import debug as inductor_debug
+
+    where, data = "", {}
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name == "cache_hit_post_compile":
+            where = "cache_hit"
+            break
+        if name == "codegen_and_compile" and "gm" in frame.f_locals:
+            gm = frame.f_locals["gm"]
+            modules: dict[str, str] = {}
+            for node in getattr(getattr(gm, "graph", None), "nodes", ()):
+                stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
+                path = module_path(stack, names)
+                if path or stack:
+                    modules[node.name] = path
+            live = getattr(inductor_debug, "_inductor_triton_kernel_to_post_grad_node_info", None) or {}
+            where, data = "compile", {"kernels": {k: list(v) for k, v in live.items()}, "modules": modules}
+            break
+        frame = frame.f_back
+    del frame
+    for state in _PROVENANCE_STATE:
+        value = getattr(inductor_debug, state, None)
+        if isinstance(value, dict):
+            value.clear()
+    return where, data
+
+
+def module_names(model: Any) -> dict[str, str]:
+    """``str(id(module))`` -> qualified name for every submodule of an ``nn.Module`` (else empty)."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {str(id(m)): name for name, m in model.named_modules()}
+
+
+def inductor_cache_dir() -> str:
+    """Inductor's cache directory as it resolves now (TORCHINDUCTOR_CACHE_DIR or the default under
+    the temp dir; torch/_inductor/runtime/cache_dir_utils.py, 2.11-2.15)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return str(cache_dir())

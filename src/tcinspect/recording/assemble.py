@@ -11,6 +11,7 @@ from tcinspect.recording.breaks import parse_break
 from tcinspect.recording.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.recording.fxgraph import parse_graph
 from tcinspect.recording.guards import parse_guards, suggest_recompile_fix
+from tcinspect.recording import provenance
 from tcinspect.recording.inductor import aot_id_of, parse_output_code, part_of
 from tcinspect.report import (
     FAILED,
@@ -165,8 +166,12 @@ def _reanchor(graph: Graph, anchors: Optional[Graph]) -> Graph:
     return replace(graph, nodes=tuple(nodes)) if changed else graph
 
 
+_PROVENANCE_EVENTS = (provenance.NODE_MAPPINGS, provenance.STACK_TRACES, provenance.OWN)
+
+
 def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -> list[OutputCode]:
     outputs: list[OutputCode] = []
+    statements: list[provenance.Statement] = []
     post_grad: Optional[Graph] = None
     caches = [e.name.rsplit("_", 1)[-1] for e in events if e.name.startswith("fx_graph_cache_")]
     for e in events:
@@ -179,8 +184,13 @@ def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -
             outputs.append(OutputCode(compile_id=cid, aot_id=aot_id, part=part_of(aot_id), wrapper=wrapper,
                                       kernels=parse_output_code(wrapper, post_grad, anchors), post_grad_graph=post_grad,
                                       cache=cache))
+            statements.append(provenance.Statement())
             post_grad = None
-    return outputs
+        elif e.name in _PROVENANCE_EVENTS and statements:
+            # logged after the output code they describe (compile_fx.py and codecache.py, 2.11-2.15)
+            provenance.add_event(statements[-1], e.name, e.payload)
+    return [replace(o, kernels=provenance.apply(o.kernels, st, o.post_grad_graph))
+            for o, st in zip(outputs, statements)]
 
 
 _WRAPPER_CALL = re.compile(

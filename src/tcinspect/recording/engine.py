@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 from dataclasses import replace
 import logging
 import os
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, custom, modelfile, verify
+from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, verify
 from tcinspect.recording import breaks as breaks_mod
-from tcinspect.recording import kernelbench
+from tcinspect.recording import kernelbench, provenance
 from tcinspect.recording import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
@@ -36,6 +37,9 @@ class Recorder(logging.Handler):
         # crash or a timeout still leaves the stages recorded before it
         self._stream = open(stream, "a", encoding="utf-8") if stream else None
         self.seconds = 0.0  # spent in emit(): tcinspect's own share of the compile (Report.timings)
+        self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
+        #: str(id(module)) -> its name in the user's model, so module paths start at the user's root
+        self.module_names: dict[str, str] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         start = time.perf_counter()
@@ -49,10 +53,29 @@ class Recorder(logging.Handler):
         if ev_mod.event_name(metadata) in ev_mod.IGNORED:
             return
         event = ev_mod.from_record(metadata, getattr(record, "payload", None), self.call)
+        self._add(event)
+        if event.name == "inductor_output_code":
+            self._wrapper = event.payload
+        elif event.name == provenance.STACK_TRACES:
+            self._provenance(event)
+
+    def _add(self, event: ev_mod.Event) -> None:
         self.events.append(event)
         if self._stream is not None:
             self._stream.write(ev_mod.to_json_line(event))
             self._stream.flush()
+
+    def _provenance(self, after: ev_mod.Event) -> None:
+        """Log tcinspect's record of the graph whose provenance artifacts Inductor just logged."""
+        where, record = _compat.provenance_snapshot(self.module_names)
+        store = Path(_compat.inductor_cache_dir()) / provenance.STORE_FOLDER
+        if where == "compile":
+            provenance.remember(store, self._wrapper, record)
+        elif where == "cache_hit":
+            record = provenance.recall(store, self._wrapper) or {}
+        if record:
+            self._add(replace(after, name=provenance.OWN, meta={"name": provenance.OWN, "encoding": "json"},
+                              payload=json.dumps(record)))
 
     def close(self) -> None:
         if self._stream is not None:
@@ -203,6 +226,7 @@ class _Run:
                 stack.enter_context(_compat.private_inductor_cache())
             if self.quiet:
                 stack.enter_context(_compat.quiet_torch_logs())
+            stack.enter_context(_compat.provenance_tracking())
             stack.enter_context(_compat.trace_handler(self.recorder))
             try:
                 yield
@@ -278,6 +302,7 @@ class _Run:
         failure = self.failure or assemble.failure_from_metrics(metrics, stages)
         if failure is not None and self.failure is None:
             stages, metrics = build(failure=failure)
+        compile_time = compiletime.build(self.recorder.events, stages.dynamo.recompiles)
         dynamo = stages.dynamo
         stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
             breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
@@ -290,6 +315,7 @@ class _Run:
             compiles=metrics,
             error=(failure.blame or f"{failure.stage} stage failed: {failure.message}") if failure else "",
             passes=assemble.build_passes(self.recorder.events),
+            parse=ev_mod.parse_health(self.recorder.events, unreadable=provenance.unreadable(self.recorder.events)),
             verification=self.verification,
             tcinspect_version=__version__,
             calls=self.calls,
@@ -297,6 +323,7 @@ class _Run:
             # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
                      ("assemble_s", round(time.perf_counter() - start, 4))),
+            compile_time=compile_time,
         )
 
 
@@ -338,6 +365,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
 
         return exporting.run(model, inputs, opts, target, device, where, quiet)
     run = _Run(opts, fresh, quiet)
+    run.recorder.module_names = _compat.module_names(model)
     if opts.verify:
         run.reference = verify.reference(model, inputs, run.step, where)
     with run.recording():

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Union
+
+from tcinspect.report import EventCount, ParseHealth
 
 # Keys PyTorch adds beside an event's own metadata (torch/_logging/_internal.py, trace_structured).
 _CONTEXT_KEYS = frozenset(
@@ -19,13 +22,69 @@ _CONTEXT_KEYS = frozenset(
 )
 
 # Events tcinspect has no use for; dropped at the handler so they cost nothing downstream.
-IGNORED = frozenset({"chromium_event", "str", "describe_storage", "describe_tensor", "describe_source"})
+IGNORED = frozenset({"str", "describe_storage", "describe_tensor", "describe_source"})
+
+#: torch's timed spans (dynamo_timed / chromium_event_timed, torch/_dynamo/utils.py ChromiumEventLogger):
+#: about 80% of all trace records. Each is kept compactly: its phase, name, time and the few arguments
+#: tcinspect reads (recording/compiletime.py); the rest (cache-key components, configs) is dropped.
+CHROMIUM_EVENT = "chromium_event"
+_CHROMIUM_ARGS = ("compile_id", "is_backward", "cache_state", "cache_bypass_reason", "time_saved_ms")
 
 #: tcinspect's own artifacts, logged on the same trace (recording/custom.py): what a custom backend
 #: was handed, and what each --pass changed.
 BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
 PASS_ARTIFACT = "tcinspect_pass"
+#: tcinspect's record of a graph's kernel provenance (recording/provenance.py: OWN)
+PROVENANCE_ARTIFACT = "tcinspect_provenance"
 
+#: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
+PARSED = frozenset({
+    "dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_graph_break_reason", "recompile_reasons",
+    "compilation_metrics", "aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
+    "inductor_post_grad_graph", "inductor_output_code", "optimize_ddp_split_graph", "optimize_ddp_split_child",
+    "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
+})
+
+#: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
+#: the trace_structured calls in torch 2.13-2.15 and the names recorded from 2.11 (tests/data). Anything
+#: else is counted in Report.parse, so that an event a new torch adds is reported, not dropped silently.
+KNOWN_UNREAD = frozenset({
+    "after_activation_quantization_bwd_aten_pass", "after_activation_quantization_fwd_aten_pass",
+    "after_joint_graph", "after_pre_grad_graph", "aot_forward_graph_fw_metadata",
+    "aot_forward_graph_fw_subclass_metadata", "aot_inference_graph_after_hop_passes",
+    "aot_joint_graph_sync_decision_cross_ranks", "aot_saved_tensors_hooks_graphs", "artifact",
+    "before_activation_quantization_bwd_aten_pass", "before_activation_quantization_fwd_aten_pass",
+    "before_joint_graph", "before_post_grad_graph", "before_pre_grad_graph", "bwd_compilation_metrics",
+    "bwd_compilation_metrics_runtime", "compilation_metrics_runtime", "compile_worker_sidecar_death",
+    "compile_worker_status", "compiled_autograd_compile_reasons", "compiled_autograd_graph",
+    "compiled_autograd_graph_pre_reordering", "compiler_collective", "create_symbol", "create_unbacked_symbol",
+    "dump_file", "dynamo_cache_bypass", "dynamo_cache_entries", "dynamo_cache_exception", "dynamo_error",
+    "dynamo_guards", "dynamo_side_effects", "eager_compile_backwards_failure", "export", "exported_program",
+    "expression_created", "fx_bucketing_passes_all_gather_buckets", "fx_bucketing_passes_reduce_scatter_buckets",
+    "fx_compute_nodes_runtime_estimation", "fx_graph_bundled_cache_hit", "fx_graph_runnable", "fx_interpreter_error",
+    "fx_net_acc_splitter_finder_events", "get_extra_remote_code_state", "graph_dump", "graph_execution",
+    "guard_added", "guard_added_fast", "guard_on_data_dependent_error", "inductor_aot_header_code",
+    "inductor_aot_kernel_code", "inductor_aot_wrapper_code", "inductor_autotune_at_compile_time_code",
+    "inductor_collective_schedule", "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
+    "inductor_overlap_cyclic_extra_deps", "inductor_runtime_and_tensor_meta", "inductor_spmd_graph_mismatch",
+    "invoke_subgraph_backward_duplicate", "link", "make_fx_fail_partial", "min_cut_failed_edge_list",
+    "min_cut_failed_fx_graph", "min_cut_failed_svg", "min_cut_information", "mismatched_fake_kernel",
+    "missing_fake_kernel", "overlap_scheduling_graph_after", "overlap_scheduling_graph_before",
+    "pge_profile_vs_analytical", "post_decomp_comms", "pre_bucketing_collective_sizes",
+    "pre_bucketing_collective_sizes_after", "pre_bucketing_fsdp_collectives", "pre_decomp_comms",
+    "precompile_cache_bypass", "propagate_real_tensors", "propagate_real_tensors_provenance", "put_local_code_state",
+    "reorder_communication_preserving_peak_memory", "scheduler_nodes_before_comm_overlap", "sink_waits_iterative_info",
+    "symbolic_shape_specialization", "torch._functorch.config", "torch_version", "triton_kernel_info",
+    "native_dsl_compile", "fx_collectives_estimations_after_overlap_bucketing",
+    # AOTAutograd's runtime wrappers: six artifacts in 2.13-2.14 (none in the 2.11 GPU recordings), one in 2.15
+    "backward_prologue", "backward_epilogue", "compiled_function_forward", "compiled_function_backward",
+    "compiled_fn_wrapper", "runtime_wrapper_orchestration", "aot_autograd_runtime_wrappers",
+})
+#: Names torch builds at run time: cache outcomes (hit, miss, bypass), bytecode of each compiled
+#: frame, pattern-matcher and fusion passes, profile-guided code state, memory planning.
+_KNOWN_PATTERN = re.compile(r"(fx_graph_cache|aotautograd_cache)_\w+|\w+_(ORIGINAL|MODIFIED)_BYTECODE"
+                            r"|\w+_(pre|post)_grad|(optimus|cff)_\w+|\w+_fused|get_\w+_code_state|flex_gemm_\w+"
+                            r"|\w+_ITERATIVE_RECOMPUTE_ERROR")
 
 
 @dataclass(frozen=True)
@@ -70,6 +129,8 @@ def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event
     """Normalise one raw ``(record.metadata, record.payload)`` pair."""
     name = event_name(metadata)
     own = metadata.get("artifact") if "artifact" in metadata else metadata.get(name)
+    if name == CHROMIUM_EVENT:
+        own, payload = compact_span(own, payload), None
     if payload is None:
         text = ""
     elif isinstance(payload, str):
@@ -85,6 +146,26 @@ def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event
         payload=text,
         call=call,
     )
+
+
+def compact_span(meta: Any, payload: Any) -> dict[str, Any]:
+    """A chromium_event as ``{"ph", "name", "ts", "args"}`` with only the arguments tcinspect reads.
+
+    ``payload`` is torch's JSON text of the event (or the event itself); an event already made
+    compact (a recorded trace) comes back unchanged.
+    """
+    if isinstance(meta, dict) and "ph" in meta:
+        return meta
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            return {}
+    if not isinstance(payload, dict):
+        return {}
+    args = payload.get("args")
+    kept = {k: args[k] for k in _CHROMIUM_ARGS if k in args and args[k] is not None} if isinstance(args, dict) else {}
+    return {"ph": payload.get("ph", ""), "name": payload.get("name", ""), "ts": payload.get("ts", 0.0), "args": kept}
 
 
 def to_json_line(ev: Event) -> str:
@@ -108,6 +189,55 @@ def read_jsonl(path: Union[str, Path]) -> list[Event]:
                 continue
             out.append(from_record(rec["meta"], rec.get("payload"), int(rec["meta"].get("call", -1))))
     return out
+
+
+def read_trace(path: Union[str, Path]) -> tuple[list[Event], int]:
+    """Like ``read_jsonl``, but a line that is not a record is counted instead of raising.
+
+    For files a process may have left half-written (a crashed or stopped capture).
+    """
+    out, bad = [], 0
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+                meta = rec["meta"]
+                name = event_name(meta)
+                event = from_record(meta, rec.get("payload"), int(meta.get("call", -1)))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                bad += 1
+                continue
+            if name not in IGNORED:
+                out.append(event)
+    return out, bad
+
+
+def is_known(name: str) -> bool:
+    """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
+    return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
+            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT) or _KNOWN_PATTERN.fullmatch(name) is not None)
+
+
+def parse_health(events: Iterable[Event], lines_not_understood: int = 0,
+                 unreadable: Optional[dict[str, int]] = None) -> Optional[ParseHealth]:
+    """What the parser did not understand in a run's events; None when it understood everything.
+
+    ``unreadable``: known artifacts whose payload a stage parser could not read, by name
+    (recording/provenance.py: ``unreadable``).
+    """
+    unknown: dict[str, int] = {}
+    for ev in events:
+        if not is_known(ev.name):
+            unknown[ev.name] = unknown.get(ev.name, 0) + 1
+    if not unknown and not lines_not_understood and not unreadable:
+        return None
+    return ParseHealth(unknown_events=tuple(EventCount(n, c) for n, c in unknown.items()),
+                       lines_not_understood=lines_not_understood,
+                       artifacts_not_understood=tuple(EventCount(n, c) for n, c in (unreadable or {}).items()))
 
 
 def by_compile_id(events: Iterable[Event]) -> dict[str, list[Event]]:

@@ -11,7 +11,9 @@ from typing import Container, Optional
 
 from tcinspect.report import Graph, Node, SourceLocation
 
-_FILE_COMMENT = re.compile(r"#\s*File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
+# torch 2.14+ writes "# Backward of forward node: File: ..." above the nodes of a backward graph
+_FILE_COMMENT = re.compile(
+    r"#\s*(?:Backward of forward node:\s*)?File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
 _NODE = re.compile(r'^(?P<name>[A-Za-z_]\w*)\s*(?::\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
 _ANNOTATION = re.compile(r'^(?P<name>[A-Za-z_]\w*)\s*:\s*"(?P<type>[^"]*)"\s*,?\s*(?:#.*)?$')
 _TENSOR_TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*(?:_\w+)?)\[(?P<shape>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>\S*)$")

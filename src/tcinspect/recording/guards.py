@@ -22,6 +22,8 @@ _KINDS = {
     "EQUALS_MATCH": "value",
     "CONSTANT_MATCH": "value",
     "BOOL_MATCH": "value",
+    "TRUE_MATCH": "value",
+    "FALSE_MATCH": "value",
     "NONE_MATCH": "value",
     "LENGTH_CHECK": "value",
     "SEQUENCE_LENGTH": "value",
@@ -55,11 +57,16 @@ def classify(guard_type: str, expression: str) -> str:
     if guard_type == "LAMBDA_GUARD":
         if "saved_tensors_hooks" in expression:
             return "global_state"
+        if _ALIASING.fullmatch(expression):
+            return "identity"  # "A is B": torch 2.13's form of 2.14's OBJECT_ALIASING guard
         if re.search(r"\.size\(\)|\.stride\(\)|storage_offset|\bs\d+\b", expression):
             return "symbolic_shape"
         if "==" in expression or "!=" in expression:
             return "value"
     return "other"
+
+
+_ALIASING = re.compile(r"\S+ is \S+")
 
 
 def source_of(expression: str) -> str:
@@ -104,8 +111,18 @@ _RECOMPILE_FIXES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"dtype mismatch|device mismatch|device index mismatch"),
      "A new dtype or device needs its own graph: this recompile is expected (cast or move inputs once, "
      "before the compiled call, to avoid it)."),
-    (re.compile(r"requires_grad mismatch|grad_mode|GLOBAL_STATE|global state", re.I),
+    (re.compile(r"requires_grad mismatch|grad_mode"),
      "Grad mode or requires_grad changed: a separate graph is expected for training vs inference."),
+    # GLOBAL_STATE names the fields that changed (torch/csrc/dynamo/guards.cpp, GlobalStateGuard::reason):
+    # allow_tf32 in 2.11-2.14, cuda_matmul_precision from 2.15
+    (re.compile(r"GLOBAL_STATE changed:.*\b(allow_tf32|allow_fp16_reduce|allow_bf16_reduce|cuda_matmul_precision)\b"),
+     "A matmul precision setting changed between calls (torch.backends.cuda.matmul.fp32_precision or allow_tf32, "
+     "torch.set_float32_matmul_precision): set it once, before the first compiled call."),
+    (re.compile(r"GLOBAL_STATE changed:.*\bautocast"),
+     "Autocast was switched on or off between calls: each setting needs its own graph (expected)."),
+    (re.compile(r"GLOBAL_STATE|global state", re.I),
+     "A global torch setting changed between calls (the fields named above): set it once, before the first "
+     "compiled call, or expect a graph per setting."),
     (re.compile(r"(?:L|G)\[[^\]]+\][\w.\[\]']*\s*==\s*[-\w.'\"]+|^\S+/\d+: \w+ == [-\w.]+"),
      "A Python scalar changed value: pass it as a tensor (torch.tensor(value)) so it is data, not a "
      "constant baked into the graph, or compile with dynamic=True to make ints symbolic."),

@@ -8,6 +8,7 @@ each kernel's source; the wrapper's ``call`` body gives launch order, launch siz
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Optional
 
 from tcinspect.report import Graph, Kernel
@@ -18,6 +19,8 @@ _DEF = re.compile(
     re.M,
 )
 _SOURCE_NODES = re.compile(r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\],\s*Original ATen:\s*\[(?P<aten>[^\]]*)\]")
+#: written above each launch when provenance tracking is on (torch/_inductor/codegen/wrapper.py, 2.11-2.15)
+_HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(?P<key>\S+:\d+)")
 _ORIGINAL_PATH = re.compile(r"#\s*Original path:\s*(?P<path>\S+)")
 _TRITON_KIND = [
     ("@triton_heuristics.persistent_reduction", "triton_persistent_reduction"),
@@ -193,12 +196,17 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
     taken: set[str] = set()
     allocs: dict[str, str] = {}
     pending: Optional[re.Match[str]] = None
+    pending_key = ""
     for line in _call_body(wrapper):
         stripped = line.strip()
         _track_allocation(stripped, allocs)
         c = _SOURCE_NODES.search(stripped)
         if c:
             pending = c
+            continue
+        h = _HANDLE.search(stripped)
+        if h:
+            pending_key = h["key"]
             continue
         if stripped.startswith("#") or not stripped:
             continue
@@ -246,8 +254,9 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
                                 user_lines=lines, launch=stripped,
                                 buffers=_buffers(args + ([out.group(1)] if out else []), allocs))
         if kernel is not None:
-            kernels.append(kernel)
+            kernels.append(replace(kernel, provenance_key=pending_key) if pending_key else kernel)
             pending = None
+            pending_key = ""
     return tuple(kernels)
 
 

@@ -119,10 +119,11 @@ def _signal_name(code: Optional[int]) -> str:
 
 def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
-    from tcinspect.recording import assemble
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.recording import assemble, compiletime, provenance
+    from tcinspect.recording.events import parse_health, read_trace
 
-    evs = read_jsonl(events_file) if events_file.exists() else []
+    # the child may have been stopped in the middle of writing a line
+    evs, bad = read_trace(events_file) if events_file.exists() else ([], 0)
     stage = "dynamo"
     for e in evs:
         if e.name.startswith(("aot_", "aotautograd")):
@@ -135,7 +136,8 @@ def partial_report(events_file: Path, path: Path, model_name: str, options: Opti
 
     return Report(torch_version=installed_torch_version(), device=options.device or "?",
                   target=Target(kind="model", path=str(path), model_name=model_name),
-                  options=options, stages=stages, compiles=metrics, error=f"{stage} stage: {why}")
+                  options=options, stages=stages, compiles=metrics, error=f"{stage} stage: {why}",
+                  parse=parse_health(evs, bad, unreadable=provenance.unreadable(evs)), compile_time=compiletime.build(evs, stages.dynamo.recompiles))
 
 
 def _child(request_path: str) -> int:

@@ -24,6 +24,7 @@ Python; torch is imported only by the functions that measure.
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import time
@@ -32,7 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from tcinspect.errors import DeviceError, UsageError
-from tcinspect.report import EndToEnd, KernelBench, KernelTiming, OutputCode, Options, Peak, Report
+from tcinspect.report import (EndToEnd, KernelBench, KernelTiming, OutputCode, Options, Peak, Report, StepGap,
+                              StepProfile, TimeShare)
 
 #: Warm-up launches before the timed ones (the first launch of an extern call may set up a handle).
 WARMUP = 3
@@ -87,6 +89,9 @@ class Measured:
     notes: list[str] = field(default_factory=list)
     #: What timing one launch between CUDA events adds (µs), subtracted from every median.
     launch_overhead_us: float = 0.0
+    #: torch.profiler's Chrome trace of STEPS real compiled steps (instep.match reads it); None if not taken
+    profile: Optional[dict[str, Any]] = None
+    profile_steps: int = 0
 
 
 # ----------------------------------------------------------------------------- arithmetic (no torch)
@@ -407,9 +412,90 @@ def summarize(rep: Report, m: Measured) -> KernelBench:
     if not m.launches:
         notes.append("no kernel launch was seen: the compiled call launched none from Python (CUDA graphs, "
                      "e.g. mode=reduce-overhead, or the C++ wrapper replay them)")
+    step = None
+    if m.profile is not None:
+        timings, step = _in_step(outputs, rows, stray, timings, m)
+        if step is None:
+            notes.append("the profiled steps' kernels could not be matched to the catalog (no step marker seen)")
     return KernelBench(device_name=m.device_name, runs=m.runs, method=m.method, peaks=tuple(m.peaks),
                        kernels=tuple(timings), end_to_end=tuple(m.end_to_end), total_us=round(total, 3),
-                       launch_overhead_us=m.launch_overhead_us, notes=tuple(notes))
+                       launch_overhead_us=m.launch_overhead_us, notes=tuple(notes), step=step)
+
+
+IN_STEP_METHOD = ("the compiled step run {steps} times under torch.profiler (CUDA activity through CUPTI) after "
+                  "{warm} warm-up steps; each GPU kernel matched to the catalog in launch order (a Triton launch: "
+                  "the next GPU kernel of its name; an extern launch: the GPU kernels launched inside its aten op); "
+                  "per kernel the median over the steps; warm L2, the real order and concurrency")
+
+
+def _in_step(outputs: Sequence[OutputCode], rows: list, stray: list, timings: list[KernelTiming],
+             m: Measured) -> tuple[list[KernelTiming], Optional[StepProfile]]:
+    """Each timed launch's in-step time and the step view, from the profiled steps."""
+    from tcinspect.recording import instep
+
+    assert m.profile is not None
+    entries = [instep.Entry("extern" if x.kind == "extern" else "triton", x.name) for x in m.launches]
+    matched = instep.match(m.profile, entries)
+    if not matched.steps:
+        return timings, None
+    position = {id(x): i for i, x in enumerate(m.launches)}
+    launched = [launch for _, _, launch in rows] + list(stray)
+    where = [instep.Where("", x.name) for x in m.launches]
+    for (oi, index, launch) in rows:
+        if launch is not None:
+            o = outputs[oi]
+            where[position[id(launch)]] = instep.Where(f"{o.compile_id} {o.part}", o.kernels[index].name)
+    out = []
+    for t, launch in zip(timings, launched):
+        i = position.get(id(launch)) if launch is not None else None
+        if i is not None and matched.per_entry_us[i]:
+            t = replace(t, in_step_us=round(statistics.median(matched.per_entry_us[i]), 3),
+                        in_step_kernels=matched.per_entry_kernels[i])
+        out.append(t)
+    stats = [instep.step_stats(s, where) for s in matched.steps]
+    med = statistics.median
+    wall, busy = med([x.wall_us for x in stats]), med([x.busy_us for x in stats])
+    busy_pct = 100.0 * busy / wall if wall else 0.0
+    mid = stats[len(stats) // 2]
+    gaps = []
+    boundary_idle = 0.0
+    for idle, a, b in mid.gaps:
+        boundary = "graph boundary" if (a.graph != b.graph or not a.graph) else ""
+        if boundary:
+            boundary_idle += idle
+        if len(gaps) < 5:
+            gaps.append(StepGap(round(idle, 1), f"{a.graph} {a.name}".strip(), f"{b.graph} {b.name}".strip(), boundary))
+    idle_total = sum(g for g, _, _ in mid.gaps)
+    launches = int(med([x.launches for x in stats]))
+    between = med([x.cpu_between_launches_us for x in stats])
+    v, evidence, suggestion = instep.verdict(busy_pct, idle_total, boundary_idle, launches, between)
+    in_graph = sum(t.in_step_us for t in out)
+    by_line: dict[str, float] = {}
+    by_module: dict[str, float] = {}
+    for t in out:
+        if t.in_step_us <= 0 or t.index < 0:
+            continue
+        o = next((x for x in outputs if x.compile_id == t.compile_id and x.part == t.part), None)
+        if o is None or t.index >= len(o.kernels):
+            continue
+        k = o.kernels[t.index]
+        for key in k.user_lines:
+            by_line[key] = by_line.get(key, 0.0) + t.in_step_us / len(k.user_lines)
+        for key in k.modules:
+            by_module[key] = by_module.get(key, 0.0) + t.in_step_us / len(k.modules)
+
+    def shares(d: dict[str, float]) -> tuple[TimeShare, ...]:
+        return tuple(TimeShare(key, round(us, 3), round(100 * us / in_graph, 1) if in_graph else 0.0)
+                     for key, us in sorted(d.items(), key=lambda kv: -kv[1]))
+
+    step = StepProfile(
+        steps=len(matched.steps), method=IN_STEP_METHOD.format(steps=len(matched.steps), warm=IN_STEP_WARMUP),
+        wall_us=round(wall, 1), gpu_busy_us=round(busy, 1), gpu_busy_pct=round(busy_pct, 1), launches=launches,
+        cpu_between_launches_us=round(between, 2), in_graph_us=round(in_graph, 1),
+        outside_us=round(med([x.outside_us for x in stats]), 1),
+        outside_kernels=int(med([x.outside_kernels for x in stats])), verdict=v, evidence=evidence,
+        suggestion=suggestion, gaps=tuple(gaps), by_line=shares(by_line), by_module=shares(by_module))
+    return out, step
 
 
 def attach(rep: Report, measured: Optional[Measured]) -> Report:
@@ -809,10 +895,55 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
     del flush
     tf32 = (bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32))
     name, peaks = device_peaks(device, compute_dtypes(timer.launches, tf32), overhead_us=overhead_us)
+    profile = _profile_steps(compiled, inputs, step, IN_STEP_STEPS)
     e2e = end_to_end(model, compiled, inputs, step, runs, options.backward)
+    notes: list[str] = []
+    if options.try_mode:
+        # the suggestion measured: the same model compiled with the mode asked for, timed the same way
+        try:
+            other = torch.compile(model, mode=options.try_mode)
+            e2e += [replace(e, what=f"{e.what}, mode={options.try_mode}")
+                    for e in end_to_end(model, other, inputs, step, runs, options.backward)]
+        except Exception as exc:  # noqa: BLE001 - the mode failing is a finding, not a crash
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            notes.append(f"--try-mode {options.try_mode}: compiling or running it raised {type(exc).__name__}: {first}")
     method = (f"each launch replayed on copies of its arguments: {WARMUP} warm-up runs, then the median of {runs} "
               f"runs timed with CUDA events, each after an L2 flush ({flush_bytes >> 20} MiB written) and a GPU "
               "hold that lets the launch be queued first; the timing overhead is subtracted")
     wrappers = {path: _read(path) for path in dict.fromkeys(x.wrapper for x in timer.launches)}
     return Measured(device_name=name, runs=runs, method=method, launches=timer.launches, wrappers=wrappers,
-                    peaks=peaks, end_to_end=e2e, tf32=tf32, launch_overhead_us=round(overhead_us, 3))
+                    peaks=peaks, end_to_end=e2e, tf32=tf32, launch_overhead_us=round(overhead_us, 3),
+                    profile=profile, profile_steps=IN_STEP_STEPS if profile is not None else 0, notes=notes)
+
+
+IN_STEP_STEPS = 10
+IN_STEP_WARMUP = 3
+
+
+def _profile_steps(compiled: Callable[..., Any], inputs: tuple, step: Callable[[Callable[..., Any], tuple], Any],
+                   steps: int) -> Optional[dict[str, Any]]:
+    """Run the real compiled step ``steps`` times under torch.profiler; its Chrome trace (None if it fails)."""
+    import json
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from tcinspect.recording.instep import STEP_MARK
+
+    for _ in range(IN_STEP_WARMUP):
+        step(compiled, inputs)
+    torch.cuda.synchronize()
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for i in range(steps):
+                with record_function(f"{STEP_MARK}{i}"):
+                    step(compiled, inputs)
+                torch.cuda.synchronize()
+        with tempfile.TemporaryDirectory(prefix="tcinspect-profile-") as tmp:
+            path = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(path)
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+    except Exception:  # noqa: BLE001 - no profile (CUPTI unavailable): the replay times stand alone
+        return None

@@ -12,12 +12,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.report import KernelTiming, Peak, Report
+from tcinspect.report import KernelTiming, Peak, Report, StepProfile
 
 BAR_WIDTH = 8
 _PART = {"forward": "fwd", "backward": "bwd", "inference": "inf"}
 _PEAK_LABEL = {"memory_bandwidth": "memory bandwidth", "copy_bandwidth": "copy bandwidth"}
-_SORTED = {"time": "time", "peak": "% of roofline", "launch": "launch order"}
+_SORTED = {"step": "in-step time", "time": "replay time", "peak": "% of roofline", "launch": "launch order"}
 _BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow"}
 
 
@@ -68,23 +68,25 @@ def peak_lines(peaks: Sequence[Peak], overhead_us: float = 0.0) -> Table:
     return t
 
 
-def kernel_table(rows: Sequence[tuple[int, KernelTiming]], title: str) -> Table:
+def kernel_table(rows: Sequence[tuple[int, KernelTiming]], title: str, in_step: bool = False) -> Table:
     flops = any(k.flops for _, k in rows)
     t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
               collapse_padding=True)
-    for name, justify in (("#", "right"), ("kernel", "left"), ("graph", "left"), ("µs", "right"),
-                          ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right")) + \
+    step_col = (("in step µs", "right"),) if in_step else ()
+    for name, justify in (("#", "right"), ("kernel", "left"), ("graph", "left")) + step_col + (
+            ("replay µs", "right"), ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right")) + \
             ((("TFLOP/s", "right"),) if flops else ()) + (("% of roofline", "left"), ("bound", "left")):
         t.add_column(name, justify=justify, no_wrap=True, style={"#": "dim", "kernel": "cyan", "graph": "dim"}.get(name))
     for n, k in rows:
         graph = f"{k.compile_id} {_PART.get(k.part, k.part)}".strip()
+        step = ([f"{k.in_step_us:,.1f}" if k.in_step_us > 0 else "–"] if in_step else [])
         if k.median_us <= 0:
-            cells = [str(n), _name(k.name), graph, "–", "", "", ""] + ([""] if flops else [])
+            cells = [str(n), _name(k.name), graph, *step, "–", "", "", ""] + ([""] if flops else [])
             t.add_row(*cells, Text("not timed", style="dim"), "")
             continue
         roof = Text(bar(k.pct_of_roofline), style=_BOUND_STYLE.get(k.bound, ""))
         roof.append(f" {k.pct_of_roofline:5.1f}%")
-        cells = [str(n), _name(k.name), graph, f"{k.median_us:,.1f}", f"{k.share:.1f}%",
+        cells = [str(n), _name(k.name), graph, *step, f"{k.median_us:,.1f}", f"{k.share:.1f}%",
                  f"{short_size(k.bytes_read)}/{short_size(k.bytes_written)}", f"{k.gb_per_s:,.0f}"]
         if flops:
             cells.append(f"{k.tflop_per_s:.2f}" if k.flops else "")
@@ -104,9 +106,12 @@ def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "tim
         Text(f"  {b.method}", style="dim"),
         peak_lines(b.peaks, b.launch_overhead_us),
         Text(""),
-        kernel_table(rows, f"kernels by {_SORTED.get(sort, sort)} · % of roofline = achieved ÷ "
-                           "min(compute peak, arithmetic intensity × memory bandwidth)"),
+        kernel_table(rows, f"kernels by {_SORTED.get(sort, sort)} · replay = alone, cold L2 · % of roofline = "
+                           "achieved ÷ min(compute peak, arithmetic intensity × memory bandwidth)",
+                     in_step=b.step is not None),
     ]
+    if b.step is not None:
+        parts.extend(step_view(b.step))
     line = Text("  kernel time ", style="bold")
     line.append(f"{b.total_us:,.1f} µs summed over {len(timed)} launches")
     bounds = {}
@@ -130,3 +135,27 @@ def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "tim
     for note in b.notes:
         parts.append(Text(f"  note: {note}", style="dim"))
     return Group(*parts)
+
+
+def step_view(st: StepProfile) -> list[RenderableType]:
+    """What the real step is bound by, with the evidence, the biggest GPU gaps and where time goes."""
+    head = Text("  step ", style="bold")
+    head.append(f"{st.wall_us / 1000:,.3f} ms wall, GPU busy {st.gpu_busy_us / 1000:,.3f} ms ({st.gpu_busy_pct:.0f}%), "
+                f"{st.launches} kernels per step, median {st.cpu_between_launches_us:.1f} µs CPU between launches"
+                f"  (median of {st.steps} profiled steps)")
+    verdict = Text("  verdict ", style="bold")
+    verdict.append(st.verdict, style="bold yellow" if st.verdict != "GPU-bound" else "bold green")
+    verdict.append(f": {st.evidence}. ")
+    verdict.append(f"Try: {st.suggestion}", style="italic")
+    out: list[RenderableType] = [Text(""), head, verdict]
+    if st.outside_kernels:
+        out.append(Text(f"  outside the compiled graphs: {st.outside_kernels} kernels, {st.outside_us:,.1f} µs per step",
+                        style="dim"))
+    for g in st.gaps[:5]:
+        out.append(Text(f"  gap {g.idle_us:,.1f} µs after {g.after or '(step start)'} before {g.before}"
+                        + (f"  [{g.boundary}]" if g.boundary else ""), style="dim"))
+    for label, items in (("by line", st.by_line), ("by module", st.by_module)):
+        if items:
+            out.append(Text(f"  in-step GPU time {label}: " + ", ".join(
+                f"{x.key.rsplit('/', 1)[-1]} {x.pct:.0f}%" for x in items[:6]), style="dim"))
+    return out

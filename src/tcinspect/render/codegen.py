@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.render.table import code_panel, kernel_table
+from tcinspect.render.table import code_panel, compact_lines, kernel_table
 from tcinspect.report import Kernel, OutputCode, Report
 from tcinspect.views import fusion_summary
 
@@ -29,6 +29,12 @@ def catalog(rep: Report) -> RenderableType:
     return Group(*parts)
 
 
+_PROVENANCE = {
+    "inductor": "inductor (the nodes Inductor's provenance tracking states for this launch)",
+    "inferred": "inferred (read from the wrapper's comments; Inductor stated no node mapping)",
+}
+
+
 def kernel_detail(out: OutputCode, k: Kernel) -> RenderableType:
     meta = Table(show_header=False, box=None, padding=(0, 2))
     meta.add_column(style="bold")
@@ -38,7 +44,15 @@ def kernel_detail(out: OutputCode, k: Kernel) -> RenderableType:
     meta.add_row("output", f"{out.compile_id} {out.part} ({out.aot_id})")
     meta.add_row("fused ATen ops", ", ".join(k.aten_ops) or "-")
     meta.add_row("source nodes", ", ".join(k.source_nodes) or "-")
+    meta.add_row("provenance", _PROVENANCE.get(k.provenance, k.provenance or "-"))
+    if k.dynamo_nodes:
+        meta.add_row("Dynamo nodes", ", ".join(k.dynamo_nodes))
+    if k.modules:
+        meta.add_row("modules", ", ".join(k.modules))
     meta.add_row("user lines", ", ".join(k.user_lines) or "-")
+    if k.frames:
+        meta.add_row("frames", "\n".join(f"{f.file}:{f.line} in {f.function}" + (f"  {f.code}" if f.code else "")
+                                          for f in k.frames))
     meta.add_row("launch", k.launch)
     if k.numel:
         meta.add_row("size", k.numel)
@@ -54,3 +68,23 @@ def kernel_detail(out: OutputCode, k: Kernel) -> RenderableType:
 
 def wrapper(out: OutputCode) -> RenderableType:
     return code_panel(out.wrapper, f"inductor_output_code {out.compile_id} {out.part} ({out.aot_id})")
+
+
+def query(title: str, matches: list, shares: dict) -> RenderableType:
+    """The kernels one line or one module became (``codegen --line`` / ``--module``)."""
+    t = Table(title=f"{len(matches)} kernel{'s' if len(matches) != 1 else ''} from {title}", title_justify="left",
+              header_style="bold")
+    for col in ("output", "#", "lines", "kernel", "kind", "module", "source nodes"):
+        t.add_column(col, overflow="fold")
+    if shares:
+        t.add_column("GPU time", justify="right")
+    for o, i, k in matches:
+        nodes = ", ".join(k.source_nodes)
+        if k.provenance == "inferred":
+            nodes = f"~ {nodes}"
+        row = [f"{o.compile_id} {o.part}", str(i), compact_lines(k.user_lines), k.name, k.kind, ", ".join(k.modules), nodes]
+        if shares:
+            share = shares.get((o.compile_id, o.part, i))
+            row.append(f"{share:.1%}" if share is not None else "-")
+        t.add_row(*row)
+    return t

@@ -17,7 +17,7 @@ from typing import Mapping, Optional, Sequence
 
 from tcinspect import views
 from tcinspect.render import svg
-from tcinspect.render.table import USER_GUARD_KINDS, guard_expression
+from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
 from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, OutputCode, Report
 
 #: Tables with more rows, and pictures with more nodes, start collapsed: a 10,000-node page must
@@ -38,6 +38,8 @@ _GRAPHVIZ_MISSING = ("The graph pictures need Graphviz's <code>dot</code>, which
                      "Graphviz (<code>apt-get install graphviz</code> or <code>brew install graphviz</code>) "
                      "and write the page again.")
 
+
+_INFERRED = '<i title="inferred from the wrapper: Inductor stated no node mapping">~</i> '
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
@@ -154,14 +156,15 @@ class _Page:
             meta += f" · tcinspect {rep.tcinspect_version}"
         nav = "".join(f'<a href="#{k}">{v}</a>' for k, v in (
             ("summary", "Summary"), ("dynamo", "Dynamo graphs"), ("guards", "Guards"), ("breaks", "Graph breaks"),
-            ("aot", "AOT graphs"), ("inductor", "Inductor kernels")))
+            ("aot", "AOT graphs"), ("inductor", "Inductor kernels"))
+            + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ()))
         return f'<header><h1>tcinspect <span class="target">{_e(what)}</span></h1><p class="meta">{_e(meta)}</p>' \
                f"<nav>{nav}</nav></header>"
 
     def summary(self) -> str:
         rep, s = self.rep, self.rep.summary
         backend = sum(c.backend_compile_time_s for c in rep.compiles)
-        inductor = sum(c.inductor_compile_time_s for c in rep.compiles)
+        inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
         stats = (
             ("graphs", s.graphs, "FX graphs Dynamo captured"),
             ("graph_breaks", s.graph_breaks, f"graph breaks · {s.distinct_graph_breaks} distinct"),
@@ -322,10 +325,12 @@ class _Page:
         for i, (k, ref) in enumerate(zip(o.kernels, refs)):
             name = f'<a href="#{anchor}-k{i}">{_e(k.name)}</a>' if k.source else _e(k.name)
             rows.append(f'<tr><td>{i}<td class="kname">{_swatch(ref)}{name}<td>{_e(k.kind)}'
-                        f"<td>{_e(', '.join(k.aten_ops))}<td>{_e(', '.join(k.source_nodes))}"
+                        f"<td>{_e(', '.join(k.modules))}<td>{_e(', '.join(k.aten_ops))}"
+                        f"<td>{_INFERRED if k.provenance == 'inferred' else ''}"
+                        f"{_e(', '.join(k.source_nodes))}"
                         f"<td>{_e(', '.join(x.rsplit('/', 1)[-1] for x in k.user_lines))}<td>{_e(k.numel)}"
                         f"<td>{'<br>'.join(_e(b) for b in k.buffers)}")
-        parts.append(f'<table class="kernels"><thead><tr><th>#<th>kernel<th>kind<th>fused ATen ops<th>source nodes'
+        parts.append(f'<table class="kernels"><thead><tr><th>#<th>kernel<th>kind<th>module<th>fused ATen ops<th>source nodes'
                      f'<th>user lines<th>size<th>buffers</thead><tbody>{"".join(rows)}</tbody></table>')
         if o.post_grad_graph is not None:
             pic = self.pictures.get(key)
@@ -439,6 +444,8 @@ pre.context .hit{background:#fde0e0;display:block;font-weight:600}pre.context .l
 .note{color:#7a5b00;background:#fff7d6;padding:4px 8px;border-radius:4px}
 .breaknote{color:#a11;margin:4px 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:600;color:var(--dim)}dd{margin:0}
+.ctrow p{margin:8px 0 2px}svg.ct{display:block;background:#f6f6f6}.ctlegend{font-size:12px;color:var(--dim)}
+.ctkey{margin-right:12px;white-space:nowrap}.ctfind .fix{color:#276738}
 footer{color:var(--dim);font-size:12px;padding:16px 24px;border-top:1px solid var(--line)}
 """
 
@@ -461,6 +468,20 @@ openTarget();
 """
 
 
+def _compile_time(rep: Report) -> str:
+    """Each compile's phases as nested bars, forward and backward, and what to do about them."""
+    ct = rep.compile_time
+    if ct is None:
+        return ""
+    from tcinspect.render import compiletime
+
+    total = sum(s for _, s in compiletime.group_rows(ct)) or 1.0
+    split = " · ".join(f"{_e(g)} {s:.2f} s ({100 * s / total:.0f}%)" for g, s in compiletime.group_rows(ct)[:6])
+    return (f'<section id="compile-time"><h2>Compile time</h2><p class="meta">{ct.total_s:.2f} s over '
+            f"{len(ct.compiles)} compiles · {split}</p>{compiletime.findings_html(ct)}"
+            f"{compiletime.timeline(ct)}</section>")
+
+
 def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 
@@ -472,7 +493,7 @@ def render(rep: Report) -> str:
     """The whole report as one self-contained HTML page."""
     page = _Page(rep)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor()]
+            page.inductor(), _compile_time(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."

@@ -66,13 +66,40 @@ def summary(rep: Report) -> RenderableType:
     parts: list[RenderableType] = [table, stages]
     if rep.error:
         parts.append(Text(f"capture incomplete: {rep.error}", style="bold red"))
+    if rep.parse is not None:
+        parts.append(Text(parse_warning(rep), style="yellow"))
     return Group(*parts)
+
+
+def parse_warning(rep: Report) -> str:
+    """One line on what the parser did not understand (Report.parse), or ""."""
+    if rep.parse is None:
+        return ""
+    said = []
+    if rep.parse.unknown_events:
+        names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.unknown_events)
+        said.append(f"{sum(e.count for e in rep.parse.unknown_events)} structured-trace events tcinspect does not "
+                    f"know ({names}): torch {rep.torch_version} may record something this tcinspect does not read")
+    if rep.parse.lines_not_understood:
+        said.append(f"{rep.parse.lines_not_understood} lines of the events file were not a record")
+    if rep.parse.artifacts_not_understood:
+        names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.artifacts_not_understood)
+        said.append(f"artifacts that could not be read ({names}): the kernels they describe are marked inferred")
+    return "parse: " + "; ".join(said)
 
 
 def _stage_times(rep: Report) -> str:
     backend = sum(c.backend_compile_time_s for c in rep.compiles)
-    inductor = sum(c.inductor_compile_time_s for c in rep.compiles)
-    return f"backend {backend:.2f} s, inductor {inductor:.2f} s"
+    inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
+    loaded = " (AOTAutograd cache hit)" if not inductor and any(
+        c.aot_autograd_cache == "hit" for c in rep.compiles) else ""
+    return f"backend {backend:.2f} s, inductor {inductor:.2f} s{loaded}"
+
+
+def backward_inductor_s(rep: Report) -> float:
+    """Inductor's time on backward graphs (bwd_compilation_metrics), which compilation_metrics leaves out."""
+    ct = rep.compile_time
+    return sum(t.inductor_s for t in ct.compiles if t.part == "backward") if ct is not None else 0.0
 
 
 def _shape(dtype: str, shape: Sequence[str]) -> str:
@@ -215,24 +242,43 @@ def aot(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) -> Re
     return Group(*parts)
 
 
+def compact_lines(user_lines: Sequence[str]) -> str:
+    """["a/tiny.py:11", "a/tiny.py:12", "b.py:3"] -> "tiny.py:11,12 b.py:3" (basenames, lines grouped by file)."""
+    by_file: dict[str, list[str]] = {}
+    for x in user_lines:
+        path, _, line = x.rpartition(":")
+        by_file.setdefault(path.rsplit("/", 1)[-1], []).append(line)
+    return " ".join(f"{f}:{','.join(dict.fromkeys(ls))}" for f, ls in by_file.items())
+
+
 def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, limit: Optional[int] = None) -> Table:
+    """Kernels in launch order; line numbers first so they survive a narrow terminal."""
     t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("#", justify="right", style="dim")
+    t.add_column("lines", overflow="fold")
     t.add_column("kernel", style="cyan", overflow="fold")
     t.add_column("kind")
+    t.add_column("module", style="dim", overflow="fold")
     t.add_column("fused ATen ops")
     t.add_column("source nodes", style="dim")
-    t.add_column("user lines", style="dim")
     t.add_column("size", justify="right")
     if buffers:
         t.add_column("buffers", style="dim")
+    inferred = 0
     for i, k in enumerate(_limited(kernels, limit, t)):
-        lines = ", ".join(x.rsplit("/", 1)[-1] for x in k.user_lines)
-        row = [str(i), k.name, k.kind, _clip(", ".join(k.aten_ops), 60), _clip(", ".join(k.source_nodes), 40),
-               lines, k.numel]
+        nodes = _clip(", ".join(k.source_nodes), 40)
+        if k.provenance == "inferred":
+            inferred += 1
+            nodes = f"~ {nodes}" if nodes else "~"
+        row = [str(i), compact_lines(k.user_lines), k.name, k.kind, _clip(", ".join(k.modules), 40),
+               _clip(", ".join(k.aten_ops), 60), nodes, k.numel]
         if buffers:
             row.append("\n".join(k.buffers))
         t.add_row(*row)
+    if inferred:
+        t.caption = (f"~ {inferred} kernel{'s' if inferred != 1 else ''} inferred from the wrapper's comments: "
+                     "Inductor's provenance tracking stated no node mapping for them")
+        t.caption_justify = "left"
     return t
 
 

@@ -1,0 +1,77 @@
+"""`tcinspect compile-time`: where compile time went, per compile and per phase, and what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from tcinspect.cli import app
+from tcinspect.cli import common as c
+from tcinspect.errors import UsageError
+from tcinspect.report import Report
+
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml, json or html (the whole report's page, "
+                                                               "with the compile timeline).")]
+PerfettoOpt = Annotated[Optional[Path], typer.Option(
+    "--perfetto", help="Also write the compile's phases as Chrome trace-event JSON (open it in ui.perfetto.dev or "
+                       "chrome://tracing); one process per rank.", show_default=False, metavar="FILE")]
+
+
+@app.command("compile-time", epilog="Example: tcinspect compile-time sample_models/tiny.py --fresh --perfetto "
+                                    "compile.json")
+def compile_time(
+    file: c.FileArg = None,
+    script_args: c.ScriptArgs = None,
+    perfetto: PerfettoOpt = None,
+    tree: Annotated[bool, typer.Option("--tree", help="Also show each compile's phase tree (spans of 1% of it or "
+                                                      "more).")] = False,
+    fmt: FormatOpt = "table",
+    output: c.OutputOpt = None,
+    model: c.ModelOpt = "model",
+    inputs: c.InputsOpt = "example_inputs",
+    device: c.DeviceOpt = "",
+    backend: c.BackendOpt = "inductor",
+    mode: c.ModeOpt = "",
+    dynamic: c.DynamicOpt = "",
+    no_backward: c.NoBackwardOpt = False,
+    fresh: c.FreshOpt = False,
+    timeout: c.TimeoutOpt = None,
+    nproc: c.NprocOpt = None,
+    torchrun_arg: c.TorchrunArgOpt = None,
+    debug: c.DebugOpt = False,
+) -> None:
+    """The slowest compiles and phases (Dynamo, AOTAutograd, Inductor, kernel compile, autotuning, caches), forward and backward, the FX graph and AOTAutograd cache states, and what to do."""
+    fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
+    opts = c.options(backend, mode, False, dynamic, no_backward, device)
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout, nproc=nproc,
+                  launcher_args=torchrun_arg, show=lambda rep: _show(rep, fmt, output, perfetto, tree))
+
+
+def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path], tree: bool) -> None:
+    from tcinspect import compile_time as views
+    from tcinspect import distributed
+    from tcinspect.render import compiletime as render
+    from rich.console import Group
+
+    from tcinspect.render import ranks
+
+    if perfetto is not None:
+        from tcinspect.serialize import write_atomic
+
+        try:
+            write_atomic(perfetto, render.chrome_trace(rep))
+        except OSError as exc:
+            raise UsageError(f"cannot write {perfetto}: {exc.strerror or exc}", "choose a writable path for --perfetto") from None
+        c.note(f"wrote {perfetto} (Chrome trace events: ui.perfetto.dev or chrome://tracing)")
+    if fmt == "html" or (output is not None and output.suffix.lower() == ".html" and fmt == "table"):
+        from tcinspect.render import html
+
+        c.emit(rep, "html" if fmt == "html" else fmt, output, lambda: render.table(rep),
+               pages={"html": lambda: html.render(rep)})
+        return
+    def table(r: Report) -> Any:
+        return Group(render.table(r), render.trees(r)) if tree else render.table(r)
+
+    c.emit_document(distributed.document(rep, views.document), fmt, output, lambda: ranks.per_rank(rep, table, id))

@@ -1,0 +1,188 @@
+"""Kernel provenance as Inductor states it: kernel -> post-grad nodes -> Dynamo nodes -> source frames.
+
+Read from Inductor's provenance-tracking artifacts (see ``_compat.provenance_snapshot`` for what each
+torch version gives) and tcinspect's own ``tcinspect_provenance`` record of the same graph. No torch
+import: recorded traces and saved events go through the same functions.
+
+A kernel whose node list Inductor stated is ``provenance: inductor``. One for which no statement exists
+(tracking off, an older recorded trace, a backward graph taken from the FX graph cache with no stored
+record, a malformed artifact) keeps the wrapper-comment reading and is marked ``provenance: inferred``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from tcinspect.recording.events import PROVENANCE_ARTIFACT
+from tcinspect.report import Graph, Kernel, SourceLocation
+
+NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
+STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
+#: tcinspect's own record, logged right after STACK_TRACES: the kernel -> node lists Inductor held
+#: when it logged them (the backward's, which its node mapping leaves out) and each node's module.
+OWN = PROVENANCE_ARTIFACT
+
+INDUCTOR = "inductor"
+INFERRED = "inferred"
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)(?:\n(?P<code>[^\n]*))?')
+
+
+@dataclass
+class Statement:
+    """What Inductor (and tcinspect's record) said about one output code's kernels."""
+
+    kernels: dict[str, list[str]] = field(default_factory=dict)  # "name:handle" -> post-grad nodes
+    post_to_pre: dict[str, list[str]] = field(default_factory=dict)
+    stacks: dict[str, list[str]] = field(default_factory=dict)  # "name:handle" -> stack trace texts
+    modules: dict[str, str] = field(default_factory=dict)  # post-grad node -> module path
+    malformed: list[str] = field(default_factory=list)  # artifacts that could not be read
+
+    @property
+    def empty(self) -> bool:
+        return not (self.kernels or self.stacks or self.modules)
+
+
+def _str_lists(value: Any) -> Optional[dict[str, list[str]]]:
+    if not isinstance(value, dict):
+        return None
+    out: dict[str, list[str]] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            return None
+        out[k] = list(v)
+    return out
+
+
+def _load(payload: str) -> Any:
+    try:
+        return json.loads(payload) if payload else None
+    except ValueError:
+        return None
+
+
+def add_event(st: Statement, name: str, payload: str) -> None:
+    """Fold one provenance record into ``st``; an unreadable one is noted in ``st.malformed``."""
+    data = _load(payload)
+    if name == NODE_MAPPINGS:
+        if not isinstance(data, dict):
+            st.malformed.append(name)
+            return
+        kernels = _str_lists(data.get("cppCodeToPost", {}))
+        pre = _str_lists(data.get("postToPre", {}))
+        if kernels is None or pre is None:
+            st.malformed.append(name)
+            return
+        st.kernels.update(kernels)
+        st.post_to_pre.update(pre)
+    elif name == STACK_TRACES:
+        stacks = _str_lists(data)
+        if stacks is None:
+            st.malformed.append(name)
+            return
+        st.stacks.update(stacks)
+    elif name == OWN:
+        if not isinstance(data, dict):
+            st.malformed.append(name)
+            return
+        kernels = _str_lists(data.get("kernels", {}))
+        modules = data.get("modules", {})
+        if kernels is None or not isinstance(modules, dict):
+            st.malformed.append(name)
+            return
+        for k, nodes in kernels.items():
+            st.kernels.setdefault(k, nodes)  # Inductor's own mapping artifact wins where it has the kernel
+        st.modules.update({str(k): str(v) for k, v in modules.items()})
+
+
+def unreadable(events: Iterable[Any]) -> dict[str, int]:
+    """Provenance artifacts among ``events`` whose payload cannot be read, counted by name (Report.parse)."""
+    out: dict[str, int] = {}
+    for e in events:
+        if e.name in (NODE_MAPPINGS, STACK_TRACES, OWN):
+            st = Statement()
+            add_event(st, e.name, e.payload)
+            if st.malformed:
+                out[e.name] = out.get(e.name, 0) + 1
+    return out
+
+
+def frames_of(stack: str) -> list[SourceLocation]:
+    """The frames of one stack-trace text, outermost first."""
+    return [SourceLocation(file=m["file"], line=int(m["line"]), function=m["fn"].strip(),
+                           code=(m["code"] or "").strip()) for m in _FRAME.finditer(stack)]
+
+
+def _aten(target: str) -> str:
+    parts = target.split(".")
+    if "ops" in parts:
+        parts = parts[parts.index("ops") + 1:]
+    return ".".join(parts[:2]) if len(parts) >= 2 else target
+
+
+def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]) -> tuple[Kernel, ...]:
+    """Each kernel with its stated provenance, or marked inferred where Inductor stated none."""
+    order = {n.name: i for i, n in enumerate(post_grad.nodes)} if post_grad is not None else {}
+    targets = {n.name: n.target for n in post_grad.nodes} if post_grad is not None else {}
+    out = []
+    for k in kernels:
+        key = k.provenance_key
+        nodes = st.kernels.get(key) if key else None
+        stacks = st.stacks.get(key) if key else None
+        if nodes is None:
+            changes: dict[str, Any] = {"provenance": INFERRED}
+        else:
+            ordered = sorted(dict.fromkeys(nodes), key=lambda n: (order.get(n, len(order)), n))
+            aten = tuple(dict.fromkeys(_aten(targets[n]) for n in ordered
+                                       if targets.get(n, "").startswith(("torch.ops.", "aten.", "prims."))))
+            pre = tuple(dict.fromkeys(p for n in ordered for p in st.post_to_pre.get(n, ())))
+            modules = tuple(dict.fromkeys(st.modules[n] for n in ordered if n in st.modules))
+            changes = {"provenance": INDUCTOR, "source_nodes": tuple(ordered), "aten_ops": aten or k.aten_ops,
+                       "dynamo_nodes": pre, "modules": modules}
+        if stacks is not None:
+            traces = [frames_of(s) for s in stacks]
+            changes["frames"] = tuple(dict.fromkeys(f for t in traces for f in t))
+            changes["user_lines"] = tuple(dict.fromkeys(f"{t[-1].file}:{t[-1].line}" for t in traces if t))
+        out.append(replace(k, **changes))
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- the record store
+#
+# An FX graph cache hit logs the node mapping and stack traces saved with the cache entry, and a
+# backward's saved mapping holds no kernels. tcinspect keeps its own record of each graph it saw
+# compiled, keyed by the output code's hash, in a folder of its own inside Inductor's cache directory
+# (so a record lives exactly as long as the cache it describes), and reads it back when the same code
+# comes from the cache.
+
+STORE_FOLDER = "tcinspect-provenance"
+
+
+def _store_key(wrapper: str) -> str:
+    return hashlib.sha256(wrapper.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def remember(store: Path, wrapper: str, record: dict[str, Any]) -> None:
+    """Keep ``record`` for this output code; an unwritable store only means a warm run infers more."""
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        path = store / f"{_store_key(wrapper)}.json"
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def recall(store: Path, wrapper: str) -> Optional[dict[str, Any]]:
+    try:
+        data = json.loads((store / f"{_store_key(wrapper)}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
