@@ -304,6 +304,13 @@ MISUSE = [
     Misuse("junit-char-device", _setup_junit_chardev, 0, after=_after_chardev, root_only=True),
     Misuse("junit-directory", _setup_junit_dir, 2, ("junit is a directory", "give --junit a file name"),
            after=lambda tmp, out: None if not any((tmp / "junit").iterdir()) else pytest.fail("written into")),
+    Misuse("perfetto-char-device", lambda tmp, rep: (_char_device(tmp / "null"), [
+        "compile-time", str(rep), "-f", "json", "--perfetto", str(tmp / "null")])[1], 0, after=_after_chardev,
+           root_only=True),
+    Misuse("perfetto-directory", lambda tmp, rep: ((tmp / "trace.json").mkdir(), [
+        "compile-time", str(rep), "-f", "json", "--perfetto", str(tmp / "trace.json")])[1], 2,
+           ("trace.json is a directory", "give --perfetto a file name"),
+           after=lambda tmp, out: None if (tmp / "trace.json").is_dir() else pytest.fail("replaced")),
     Misuse("baseline-symlink", _setup_baseline_link, 0, after=_after_baseline_link),
     Misuse("baseline-directory", _setup_baseline_dir, 2, ("lock.yaml is a directory", "--baseline"),
            after=lambda tmp, out: None if (tmp / "lock.yaml").is_dir() else pytest.fail("replaced")),
