@@ -19,7 +19,7 @@ import tempfile
 import traceback
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from tcinspect import errors, interrupts, serialize
 from tcinspect.report import Options, Report, Target, options_from_json
@@ -88,8 +88,10 @@ def crash_site(dump: str, path: Path) -> str:
     frames = list(_FRAME.finditer(current))  # most recent call first
     target = os.path.realpath(path)
     mine = [m for m in frames if os.path.realpath(m["file"]) == target]
-    m = (mine or frames or [None])[0]
-    return f" in {m['fn']} at {Path(m['file']).name}:{m['line']}" if m else ""
+    if not (mine or frames):
+        return ""
+    m = (mine or frames)[0]
+    return f" in {m['fn']} at {Path(m['file']).name}:{m['line']}"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -152,7 +154,7 @@ def _child(request_path: str) -> int:
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
                            options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
                            quiet=req["quiet"])
-        payload = {"report": serialize.to_dict(rep)}
+        payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:
         payload = {"error": {"class": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}}
     except Exception:  # noqa: BLE001 - a bug in tcinspect: the parent shows it as one, not as a crash
