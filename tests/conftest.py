@@ -91,3 +91,53 @@ def cli(capsys, *args):
 
     code = main(list(args))
     return (code, *capsys.readouterr())
+
+
+@pytest.fixture(scope="session")
+def conformance(inductor_cache):
+    """The conformance cases, built on first use and shared: ``conformance(name, backend)`` -> Case
+    (tcinspect's report and torch's ground truth for the same model, same process; see conformance.py)."""
+    import conformance as harness
+
+    built: dict = {}
+
+    def get(name: str, backend: str = "aot_eager"):
+        import torch._dynamo
+
+        if (name, backend) not in built:
+            # Dynamo's profile-guided dynamic shapes would carry what the first of the two runs learnt
+            # (written to the cache directory) into the second: each run starts from nothing instead
+            with torch._dynamo.config.patch(automatic_dynamic_local_pgo=False):
+                built[name, backend] = _build_case(harness, name, backend)
+        return built[name, backend]
+
+    return get
+
+
+#: Further input sets per Hugging Face case (each one a recompile): longer sequences.
+_HF_INPUT_SETS = {"switch_transformers": lambda hf: [(hf._ids(128, seq=12), None, hf._ids(128, seq=6))]}
+
+
+def _build_case(harness, name: str, backend: str):
+    from conformance_models import hf
+
+    from tcinspect.recording.engine import capture, capture_file
+    from tcinspect.report import Options
+
+    options = Options(backend=backend)
+    if name in hf.BUILDERS:
+        def make():
+            model, inputs = hf.BUILDERS[name]()
+            return model, inputs, _HF_INPUT_SETS.get(name, lambda _: [])(hf)
+
+        truth = harness.ground_truth(make, backend=backend)
+        model, inputs, sets = make()
+        report = capture(model, *inputs, input_sets=sets, options=options)
+        return harness.Case(name, report, truth, model, inputs)
+    if name == "train_script":
+        path = harness.MODELS / "train_script.py"
+        truth = harness.script_truth(path)
+        return harness.Case(name, capture_file(path), truth)
+    path = {"mlp_train": harness.MODELS / "mlp_train.py", "two_file": harness.MODELS / "two_file" / "model.py"}[name]
+    truth = harness.ground_truth(lambda: harness.load_model_file(path), backend=backend)
+    return harness.Case(name, capture_file(path, options=options), truth)

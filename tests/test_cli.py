@@ -30,7 +30,7 @@ def assert_one_line_error(err: str, *needles: str):
     (str(MODELS / "syntax_error.py"), ["syntax_error.py:3: syntax error", "py_compile"]),
     (str(MODELS / "not_utf8.py"), ["not UTF-8"]),
     (str(MODELS / "import_error.py"), ["import_error.py:2", "ModuleNotFoundError", "not_a_real_module_xyz"]),
-    (str(MODELS / "no_model.py"), ["defines no `model` and compiled nothing", "define `model`"]),
+    (str(MODELS / "no_model.py"), ["defines no `model` at module level) and compiled nothing", "define `model`"]),
     (str(MODELS / "inputs_not_tuple.py"), ["is a Tensor, not a tuple", "(x,)"]),
     (str(MODELS / "model_not_callable.py"), ["is a int, not an nn.Module or callable"]),
     (str(MODELS / "raises.py"), ["raises.py:6", "ValueError: boom in forward", "runs eagerly"]),

@@ -59,7 +59,7 @@ CASES = [
     Case("import_error.py", 2, ("import_error.py:2", "ModuleNotFoundError")),
     Case("exit_at_import.py", 2, ("called sys.exit(3) while being imported", "__main__")),
     Case("exit_in_forward.py", 2, ("the model called sys.exit('stopping from inside forward') inside forward",)),
-    Case("no_model.py", 2, ("defines no `model` and compiled nothing",)),
+    Case("no_model.py", 2, ("defines no `model` at module level) and compiled nothing",)),
     Case("empty.py", 2, ("defines no `model`",)),
     Case("model_not_callable.py", 2, ("is a int, not an nn.Module or callable",)),
     Case("model_is_a_class.py", 2, ("is the class Net, not a module", "model = Net()")),
@@ -372,3 +372,99 @@ def test_misuse(capsys, tmp_path, monkeypatch, saved_report, case):
     assert (tmp_path / "report.yaml").read_bytes() == saved_report.read_bytes()  # the input is never touched
     if case.after is not None:
         case.after(tmp_path, out)
+
+
+# ----------------------------------------------------------------------------- damaged TORCH_TRACE logs
+
+LOG = Path(__file__).parent / "data" / "torch_trace" / "torch-2.13.0" / "tiny.log.gz"
+
+
+def _log_lines() -> list[str]:
+    import gzip
+
+    return gzip.open(LOG, "rt", encoding="utf-8").read().split("\n")
+
+
+def _corrupt_json(lines: list[str]) -> list[str]:
+    i = next(i for i, ln in enumerate(lines) if '"dynamo_start"' in ln)
+    return lines[:i] + [lines[i][: len(lines[i]) // 2]] + lines[i + 1:]  # the header cut in half
+
+
+def _md5_mismatch(lines: list[str]) -> list[str]:
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("\t") and "def forward" in ln)
+    return lines[:i] + [lines[i] + "  # edited"] + lines[i + 1:]
+
+
+def _unknown_event(lines: list[str]) -> list[str]:
+    i = next(i for i, ln in enumerate(lines) if '"dynamo_start"' in ln)
+    return lines[:i] + [lines[i].replace('{"dynamo_start"', '{"aot_brand_new_event"', 1)] + lines[i + 1:]
+
+
+def _truncated(lines: list[str]) -> list[str]:
+    i = max(i for i, ln in enumerate(lines) if '"inductor_output_code"' in ln)
+    return lines[: i + 5]  # ends inside the output code's payload, with no newline
+
+
+@dataclass
+class LogCase:
+    name: str
+    damage: Optional[Callable[[list[str]], list[str]]]
+    needles: tuple[str, ...]
+    code: int = 2  # with --strict; 0 (a warning) without
+    args: tuple[str, ...] = ()
+    text: Optional[bytes] = None  # the file's bytes instead of a damaged log
+
+
+LOG_CASES = [
+    LogCase("corrupt_json", _corrupt_json, ("1 lines of the events file were not a record",)),
+    LogCase("md5_mismatch", _md5_mismatch, ("1 payloads do not match their md5 (has_payload)",)),
+    LogCase("unknown_event", _unknown_event, ("aot_brand_new_event ×1",)),
+    LogCase("truncated_payload", _truncated, ("1 payload cut short (the log ends inside it)",)),
+    # not readable at all: exit 2 with or without --strict
+    LogCase("empty", None, ("holds no TORCH_TRACE record",), text=b""),
+    LogCase("garbage", None, ("holds no TORCH_TRACE record", "3 lines not understood"), text=b"\x00\xff\x10\n" * 3),
+    LogCase("bad_gzip", None, ("cannot read",), text=b"\x1f\x8b\x08\x00garbage"),
+    LogCase("rank_of_a_file", lambda lines: lines, ("is rank 0's log, not rank 2's",), args=("--rank", "2")),
+]
+
+
+@pytest.mark.parametrize("case", LOG_CASES, ids=[c.name for c in LOG_CASES])
+@pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
+def test_damaged_logs(capsys, tmp_path, case, strict):
+    path = tmp_path / ("dedicated_log_torch_trace_rank_0_x.log" + (".gz" if case.name == "bad_gzip" else ""))
+    path.write_bytes(case.text if case.damage is None else "\n".join(case.damage(_log_lines())).encode())
+    code, out, err = cli(capsys, "trace", str(path), "-s", "summary", *case.args, *(("--strict",) if strict else ()))
+    assert "Traceback" not in err
+    fatal = case.damage is None or case.args or strict
+    errors = [ln for ln in err.splitlines() if ln.startswith("tcinspect: error:")]
+    if fatal:
+        assert code == 2 and out == "" and len(errors) == 1, (code, err)
+        assert " — " in errors[0] and all(n in errors[0] for n in case.needles), errors[0]
+    else:  # read, with one warning line on stderr; the report shows the same line
+        warnings = [ln for ln in err.splitlines() if ln.startswith("tcinspect: warning:")]
+        assert code == 0 and not errors and len(warnings) == 1, (code, err)
+        assert all(n in warnings[0] for n in case.needles), warnings[0]
+        assert "graphs" in out and "parse:" in out
+
+
+def test_a_directory_without_rank_logs_and_a_missing_rank(capsys, tmp_path):
+    import shutil
+
+    shutil.copy(LOG, tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz")
+    shutil.copy(LOG, tmp_path / "dedicated_log_torch_trace_rank_1_x.log.gz")
+    code, out, err = cli(capsys, "trace", str(tmp_path), "--rank", "5")
+    assert code == 2 and out == "" and "holds no log of rank 5 (ranks 0-1)" in err and "Traceback" not in err
+    code, out, err = cli(capsys, "trace", str(MODELS / "no_model.py"), "--rank", "1")
+    assert code == 2 and "--rank picks one rank" in err
+
+
+def test_a_rank_log_that_cannot_be_read_fails_that_rank_only(capsys, tmp_path):
+    import shutil
+
+    shutil.copy(LOG, tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz")
+    (tmp_path / "dedicated_log_torch_trace_rank_1_x.log.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    code, out, err = cli(capsys, "trace", str(tmp_path), "-s", "summary")
+    errors = [ln for ln in err.splitlines() if ln.startswith("tcinspect: error:")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1
+    assert errors[0].startswith("tcinspect: error: rank 1 of 2: cannot read") and " — " in errors[0]
+    assert "Ranks · 2 (TORCH_TRACE logs)" in out and "graphs" in out  # rank 0 is still shown

@@ -77,7 +77,8 @@ def test_first_divergence_names_the_compile_and_how():
     divs = distributed.divergences([_rank(0), _rank(1, branch=True)])
     assert distributed.first_compile(divs) == "0/0"
     by_aspect = {(d.compile_id, d.aspect): d for d in divs}
-    assert set(by_aspect) == {("0/0", "graph"), ("0/0", "graph_breaks"), ("0/0", "guards"), ("1/0", "compile")}
+    assert set(by_aspect) == {("0/0", "graph"), ("0/0", "graph_breaks"), ("0/0", "guards"), ("1/0", "compile"),
+                              ("", "compile_ids")}
     brk = by_aspect["0/0", "graph_breaks"]
     assert [(g.ranks, g.value) for g in brk.groups] == [((0,), "no graph break"),
                                                           ((1,), "Failed to trace builtin operator at m.py:14")]
@@ -472,3 +473,12 @@ def test_a_crashed_rank_is_reported_by_rank_and_the_others_are_kept(crash_run):
     status = distributed.divergences(rep.ranks)[0]
     assert status.aspect == "status" and [g.ranks for g in status.groups] == [(0,), (1,), (2,)]
     assert "Segmentation fault (in rank_crash.py" in proc.stdout  # the table is shown too
+
+
+def test_ranks_that_all_failed_alike_are_not_called_in_agreement():
+    failed = [replace(_rank(r), status="error", error="m.py defines no `model`", stages=Stages(), compiles=())
+              for r in (0, 1)]
+    assert distributed.divergences(failed) == ()
+    text = _text(render.divergence(_merged(*failed)))
+    assert "Divergence: none" not in text and "not judged" in text and "rank 0 error, rank 1 error" in text
+    assert distributed.divergence_findings("m.py", _merged(*failed)) == []

@@ -243,3 +243,5 @@ def test_try_mode_times_the_other_mode_beside_the_default():
     whats = [e.what for e in rep.bench.end_to_end]
     print("end to end:", [(e.what, e.compiled_ms) for e in rep.bench.end_to_end], rep.bench.notes)
     assert "forward, mode=reduce-overhead" in whats and "forward+backward, mode=reduce-overhead" in whats
+    # the other mode's compile ran after the recording: the report holds the default compile only
+    assert {o.compile_id for o in rep.stages.inductor.outputs} == {"0/0"}

@@ -336,3 +336,52 @@ def test_gpu_provenance_agrees(observed, name):
     print(f"{name}: {compared} kernels compared, {len(bad)} disagree; kinds {kinds}")
     assert compared and not bad, bad
     _check_extern_exact(rep)
+
+
+# ----------------------------------------------------------------------------- codegen --line / --module
+
+@pytest.fixture
+def saved_mlp_report(tmp_path):
+    """The recorded MLP training trace as a saved report (no compile)."""
+    from tcinspect import serialize
+    from tcinspect.recording import assemble
+    from tcinspect.recording.events import read_jsonl
+    from tcinspect.report import Report, Target
+
+    path = next(p for p in RECORDED if "-mlp-" in p.name)
+    stages, metrics = assemble.build(read_jsonl(path))
+    rep = Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="callable", model_name="model"),
+                 stages=stages, compiles=metrics, calls=1)
+    out = tmp_path / "mlp.json"
+    out.write_text(serialize.dumps(rep, "json"))
+    return out
+
+
+def test_codegen_module_lists_the_kernels_of_that_module(saved_mlp_report):
+    import json as _json
+
+    from conftest import run_cli
+
+    r = run_cli("codegen", str(saved_mlp_report), "--module", "model.1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = _json.loads(r.stdout)
+    names = [(k["part"], k["name"]) for k in doc["kernels"]]
+    # the GELU (module 1) became one forward kernel and the backward kernel that recomputes and differentiates it
+    assert ("forward", "cpp_fused_gelu_0") in names
+    assert all("1" in k["modules"] for k in doc["kernels"])
+    assert any(p == "backward" for p, _ in names)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--line", "mlp.py"], "is not FILE:LINE"),
+    (["--module", "decoder.9"], "modules in this report: 0, 1, 2"),
+    (["--line", "nowhere.py:3"], "no kernel comes from line nowhere.py:3"),
+    (["--line", "a.py:1", "--module", "0"], "ask one at a time"),
+])
+def test_codegen_line_and_module_bad_input(saved_mlp_report, args, needle):
+    from conftest import run_cli
+
+    r = run_cli("codegen", str(saved_mlp_report), *args)
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    errors = [line for line in r.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "Traceback" not in r.stderr and r.stdout == ""

@@ -3,16 +3,20 @@
 Location: ``$TCINSPECT_CACHE_DIR`` if set, else ``.tcinspect/`` in the current directory. Each
 entry is a JSON report named after the model file and a key over the file's path and content
 hash, the torch version and the capture options; a changed file, torch or option never matches.
-The latest ``KEEP`` entries per model file are kept. No torch import.
+Beside the report, an entry records every source file the compile traced (``traced_files``) with
+its fingerprint: its content hash, or for a file of an installed package that package's version.
+An entry is current only while every one of those fingerprints still holds, so editing any module
+the compile traced (the model's own imports included) means a new capture. The latest ``KEEP``
+entries per model file are kept. No torch import.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
-import logging
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -21,7 +25,10 @@ from typing import Optional, Sequence
 
 from tcinspect import __version__, outfile, serialize
 from tcinspect.errors import ReportFormatError, TcinspectError
-from tcinspect.report import SCHEMA_VERSION, Options, Report
+from tcinspect.report import SCHEMA_VERSION, Options, Report, Stages
+
+#: The key beside the report in a cache entry: {absolute path: fingerprint} of every traced file.
+SOURCES_KEY = "traced_sources"
 
 KEEP = 5
 log = logging.getLogger("tcinspect")
@@ -85,16 +92,20 @@ def _entry_path(model_path: Path, k: str) -> Path:
 
 
 def lookup(model_path: Path, keys: Sequence[str]) -> Optional[Entry]:
-    """The first current entry among ``keys`` (in order of preference), or None."""
+    """The first current entry among ``keys`` (in order of preference), or None.
+
+    Current: its key matches and every file the compile traced is as it was (``stale_sources``).
+    """
     for k in keys:
         p = _entry_path(model_path, k)
-        entry = _read(p)
-        if entry is not None:
-            return entry
+        read = _read(p)
+        if read is not None and not stale_sources(read[1]):
+            return read[0]
     return None
 
 
-def _read(p: Path) -> Optional[Entry]:
+def _read(p: Path) -> Optional[tuple[Entry, Optional[dict]]]:
+    """An entry and its traced-source fingerprints (None: an entry written without them)."""
     try:
         text = p.read_text(encoding="utf-8")
         age = time.time() - p.stat().st_mtime
@@ -103,7 +114,12 @@ def _read(p: Path) -> Optional[Entry]:
     except OSError:
         return None
     try:
-        rep = serialize.loads(text, name=str(p))
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise ReportFormatError("not valid JSON (truncated?)") from None
+        sources = data.pop(SOURCES_KEY, None) if isinstance(data, dict) else None
+        rep = serialize.from_dict(data)
     except ReportFormatError as exc:
         log.warning("discarding unreadable cache entry %s: %s", p, exc.cause)
         try:
@@ -111,7 +127,81 @@ def _read(p: Path) -> Optional[Entry]:
         except OSError:
             pass
         return None
-    return Entry(path=p, report=rep, age_s=max(age, 0.0))
+    return Entry(path=p, report=rep, age_s=max(age, 0.0)), sources if isinstance(sources, dict) else None
+
+
+def traced_files(rep: Report) -> list[str]:
+    """Every source file the compile traced, as the report names them: each frame Dynamo compiled
+    (and its resume functions), every file a Dynamo graph node came from (the functions it inlined,
+    from the graphs' ``# File:`` lines) and every file a graph break points at."""
+    names: dict[str, None] = {}
+
+    def add(name: str) -> None:
+        if name and not name.startswith("<"):  # <string>, <eval_with_key>: no file behind them
+            names.setdefault(name, None)
+
+    def from_stages(stages: Stages, compiles: Sequence) -> None:
+        for c in compiles:
+            add(c.file)
+        for g in stages.dynamo.graphs:
+            add(g.file)
+            for n in g.graph.nodes:
+                if n.source is not None:
+                    add(n.source.file)
+        for b in stages.dynamo.graph_breaks:
+            if b.user_frame is not None:
+                add(b.user_frame.file)
+
+    from_stages(rep.stages, rep.compiles)
+    for r in rep.ranks:
+        from_stages(r.stages, r.compiles)
+    return list(names)
+
+
+def _package_of(real: str) -> str:
+    """The top-level import name of a file inside site-packages or dist-packages, or ""."""
+    parts = real.split(os.sep)
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in ("site-packages", "dist-packages"):
+            return parts[i + 1].removesuffix(".py")
+    return ""
+
+
+@lru_cache(maxsize=1)
+def _distributions() -> dict[str, list[str]]:
+    return dict(metadata.packages_distributions())
+
+
+def fingerprint(path: str) -> str:
+    """A traced file's fingerprint: ``dist NAME VERSION`` for a file of an installed package (its
+    version stands for its content: hashing every file of a large library would cost more than the
+    compile it saves), else ``sha256 HEX`` of its bytes; ``missing`` when it cannot be read."""
+    real = os.path.realpath(path)
+    package = _package_of(real)
+    versions = []
+    for dist in sorted(_distributions().get(package, [])) if package else ():
+        try:
+            versions.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    if versions:
+        return "dist " + ", ".join(versions)
+    try:
+        return "sha256 " + hashlib.sha256(Path(real).read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def fingerprints(rep: Report) -> dict[str, str]:
+    """{absolute path: fingerprint} of every file the report says the compile traced."""
+    return {os.path.abspath(f): fingerprint(f) for f in traced_files(rep)}
+
+
+def stale_sources(recorded: Optional[dict]) -> list[str]:
+    """The traced files whose fingerprint no longer holds; an entry with no record is stale as a whole."""
+    if recorded is None:
+        return ["(entry written without its traced files)"]
+    return [path for path, fp in recorded.items() if fingerprint(path) != fp]
 
 
 def store(model_path: Path, k: str, rep: Report) -> Optional[Path]:
@@ -136,9 +226,11 @@ def _store(model_path: Path, k: str, rep: Report) -> Path:
     if not os.path.lexists(ignore):
         outfile.write(ignore, "# created by tcinspect: a cache of reports\n*\n")
     p = _entry_path(model_path, k)
+    data = serialize.to_dict(rep)
+    data[SOURCES_KEY] = fingerprints(rep)
     # compact: an entry is read by tcinspect, not by people, and a 10,000-node report is written in
     # 0.1 s instead of 0.6 s
-    outfile.write(p, serialize.dumps(rep, "json", compact=True))
+    outfile.write(p, serialize.dump_data(data, "json", compact=True))
     siblings = sorted(d.glob(f"{_prefix(model_path)}-*.json"), key=lambda x: x.stat().st_mtime, reverse=True)
     for old in siblings[KEEP:]:
         try:
@@ -154,7 +246,7 @@ def latest() -> Optional[Entry]:
     if not d.is_dir():
         return None
     for p in sorted(d.glob("*.json"), key=lambda x: x.stat().st_mtime, reverse=True):
-        entry = _read(p)
-        if entry is not None:
-            return entry
+        read = _read(p)
+        if read is not None:
+            return read[0]
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tcinspect.recording.compiletime import GROUP_TITLES, GROUPS, breakdown
+from tcinspect.recording.compiletime import BACKWARD_ROOT, FORWARD_ROOT, GROUP_TITLES, GROUPS, breakdown
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 
 #: Rows in the "slowest" lists.
@@ -41,15 +41,16 @@ def slowest_phases(ct: CompileTime, n: int = TOP) -> list[PhaseTotal]:
     acc: dict[str, list] = {}
 
     def walk(p: Phase, root: bool) -> None:
-        name = "other" if root else p.name
-        entry = acc.setdefault(name, ["other" if root else p.group, 0.0, 0])
+        gap = root and p.name in (FORWARD_ROOT, BACKWARD_ROOT)
+        name = "other" if gap else p.name
+        entry = acc.setdefault(name, ["other" if gap else p.group, 0.0, 0])
         entry[1] += p.self_s
         entry[2] += 1
         for c in p.children:
             walk(c, False)
 
     for t in ct.compiles:
-        if t.root is not None:
+        if t.root is not None and t.part != "runtime":
             walk(t.root, True)
     rows = [PhaseTotal(k, g, round(s, 6), c) for k, (g, s, c) in acc.items()]
     return sorted(rows, key=lambda r: -r.seconds)[:n]
@@ -70,10 +71,11 @@ def groups(t: CompileTiming) -> dict[str, float]:
     return {g: out[g] for g in GROUPS if g in out}
 
 
-def run_groups(ct: CompileTime) -> dict[str, float]:
+def run_groups(ct: CompileTime, runtime: bool = False) -> dict[str, float]:
+    """Exclusive seconds by phase group over the compiles (``runtime``: over the spans after them)."""
     total: dict[str, float] = {}
     for t in ct.compiles:
-        if t.part == "runtime":
+        if (t.part == "runtime") != runtime:
             continue
         for g, s in groups(t).items():
             total[g] = total.get(g, 0.0) + s
@@ -111,6 +113,9 @@ def document(rep: Report) -> dict[str, Any]:
         "forward_s": round(forward, 6),
         "backward_s": round(backward, 6),
         "phases_s": run_groups(ct),
+        # timed after the compile, at the first calls (e.g. Triton autotuning): not in total_s
+        "runtime_s": round(sum(t.total_s for t in ct.compiles if t.part == "runtime"), 6),
+        "runtime_phases_s": run_groups(ct, runtime=True),
         "phase_titles": {g: GROUP_TITLES[g] for g in run_groups(ct)},
         "compiles": compiles,
         "slowest_phases": [{"name": p.name, "group": p.group, "seconds": p.seconds, "count": p.count}

@@ -166,7 +166,8 @@ def _cuda_device_count() -> int:
 
 def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str] = (), model_name: str = "model",
             inputs_name: str = "example_inputs", options: Optional[Options] = None, fresh: bool = False,
-            script_args: Sequence[str] = (), quiet: bool = False, timeout: Optional[float] = None) -> Report:
+            script_args: Sequence[str] = (), quiet: bool = False, timeout: Optional[float] = None,
+            as_script: Optional[bool] = None) -> Report:
     """Capture a model file (or script) on every rank of a torchrun job; one report with ``ranks``.
 
     Args:
@@ -183,14 +184,15 @@ def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str]
     from tcinspect.recording import modelfile
 
     opts = options or Options()
-    src = modelfile.read(path, model_name)  # a syntax error is one error here, not one per rank
+    src = modelfile.read(path, model_name, as_script)  # a syntax error is one error here, not one per rank
     device = opts.device or src.device
     check_nproc(nproc, device)
     args = torchrun_args(launcher_args)
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
         directory = Path(tmp)
         request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name, "options": asdict(opts),
-                   "fresh": fresh, "script_args": list(script_args), "quiet": quiet, "device": device}
+                   "fresh": fresh, "script_args": list(script_args), "quiet": quiet, "device": device,
+                   "as_script": as_script}
         (directory / REQUEST).write_text(json.dumps(request), encoding="utf-8")
         env = dict(os.environ, **{RANKS_DIR_ENV: str(directory)})
         start = time.perf_counter()
@@ -512,6 +514,8 @@ def serialize_divergence(d: Divergence) -> dict[str, Any]:
             "groups": [{"ranks": list(g.ranks), "value": g.value} for g in d.groups]}
 
 
+#: Aspects shown in the divergence but not failed by ``check`` (compile_ids repeats the compile aspect).
+_INFORMATIONAL = ("cache", "compile_ids")
 #: The aspect that best says why ranks differ at a compile, most telling first (the rest follow from it).
 _TELLING = ("graph_breaks", "recompiles", "compile", "graph", "ddp_split", "guards", "kernels")
 
@@ -523,7 +527,10 @@ def divergence_findings(model: str, rep: Report) -> list[Any]:
 
     if not rep.ranks:
         return []
-    divs = divergences(rep.ranks)
+    # a cache outcome that differs (one rank filled a shared cache, the others read it) is shown, not failed
+    divs = tuple(d for d in divergences(rep.ranks) if d.aspect not in _INFORMATIONAL)
+    if not divs and any(r.status != OK for r in rep.ranks):
+        return []  # every rank failed alike: the failure is the finding, not an agreement
     if not divs:
         return [Finding(model, "rank divergence", "ok", f"all {len(rep.ranks)} ranks compiled the same")]
     out = [Finding(model, "rank divergence", "fail", describe(d), rep.target.path) for d in divs if not d.compile_id]
@@ -594,10 +601,19 @@ def divergences(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
             if d is not None:
                 out.append(d)
             continue
+        here = len(out)
         for aspect, value in _ASPECTS:
             d = _diverging(cid, aspect, {v.rank.rank: value(v, cid) for v in present})
             if d is not None:
                 out.append(d)
+        if len(out) == here:  # the same compile on every rank: did they all compile it, or load it from a cache?
+            d = _diverging(cid, "cache", {v.rank.rank: _cache(v, cid) for v in present})
+            if d is not None:
+                out.append(d)
+    finished = [v for v in views if v.rank.status in _FINISHED]
+    d = _diverging("", "compile_ids", {v.rank.rank: _compile_ids(v) for v in finished})
+    if d is not None:
+        out.append(d)
     if not any(d.aspect == "guards" for d in out):
         return tuple(out)
     return tuple(_describe_guards(d, views) if d.aspect == "guards" else d for d in out)
@@ -704,6 +720,22 @@ def _kernels(v: _RankView, cid: str) -> tuple[Any, str]:
     key = tuple((o.part, tuple(k.name for k in o.kernels)) for o in outs)
     names = [k.name for o in outs for k in o.kernels]
     return key, _clip(f"{len(names)} kernels" + (f": {', '.join(names)}" if names else ""))
+
+
+def _cache(v: _RankView, cid: str) -> tuple[Any, str]:
+    """The compile's cache outcomes: AOTAutograd's, then the FX graph cache's for each Inductor output."""
+    m = v.metrics.get(cid)
+    aot = m.aot_autograd_cache if m is not None else ""
+    fx = tuple((o.part, o.cache) for o in v.outputs.get(cid, []) if o.cache)
+    if not aot and not fx:
+        return ((), ()), "no cache look-up"
+    text = ([f"AOTAutograd cache {aot}"] if aot else []) + [f"FX graph cache {part} {state}" for part, state in fx]
+    return (aot, fx), ", ".join(text)
+
+
+def _compile_ids(v: _RankView) -> tuple[Any, str]:
+    ids = tuple(sorted(v.compile_ids, key=compile_order))
+    return ids, _clip(f"{len(ids)} compiles: {' '.join(ids)}")
 
 
 def _ddp(v: _RankView, cid: str) -> tuple[Any, str]:

@@ -64,6 +64,10 @@ class ReportFormatError(TcinspectError):
     """A saved report is unreadable, foreign, truncated or of another schema version."""
 
 
+class TraceLogError(TcinspectError):
+    """A TORCH_TRACE log or directory that cannot be read, or (``--strict``) was not fully understood."""
+
+
 class DeviceError(TcinspectError):
     """The requested device is not available (e.g. --device cuda without a GPU)."""
 

@@ -354,6 +354,10 @@ class TensorCheck:
     atol: float
     ok: bool
     message: str = ""  # torch.testing.assert_close's first line on a mismatch
+    #: Root-mean-square error from the float64 eager run, of compiled and of eager (0 when assert_close
+    #: passed, or no float64 run): a tensor outside the tolerances passes when compiled's is within noise
+    fp64_rmse: float = 0.0
+    eager_fp64_rmse: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -363,6 +367,7 @@ class Verification:
     ok: bool
     tensors: tuple[TensorCheck, ...] = ()
     error: str = ""  # set when the comparison could not run (e.g. the outputs differ in structure)
+    reference: str = ""  # "float64": a float64 eager run judged the tensors the tolerances rejected
 
 
 @dataclass(frozen=True)
@@ -419,6 +424,18 @@ class ParseHealth:
     #: Known artifacts whose payload could not be read (e.g. a damaged provenance mapping: the kernels
     #: it describes are marked ``provenance: inferred``).
     artifacts_not_understood: tuple[EventCount, ...] = ()
+    #: TORCH_TRACE logs: payloads whose md5 is not the record's has_payload (read as they are).
+    payload_mismatches: int = 0
+    #: TORCH_TRACE logs: a last payload cut short (the file ends inside it; the job was killed).
+    truncated_payloads: int = 0
+    #: TORCH_TRACE directories: files that are not rank logs, skipped.
+    files_ignored: int = 0
+
+    @property
+    def damaged(self) -> bool:
+        """Whether anything was not understood (``--strict`` fails on it); skipped files are not damage."""
+        return bool(self.unknown_events or self.lines_not_understood or self.artifacts_not_understood
+                    or self.payload_mismatches or self.truncated_payloads)
 
 
 @dataclass(frozen=True)
@@ -467,7 +484,7 @@ class Report:
             graph_breaks=len(dyn.graph_breaks),
             distinct_graph_breaks=len(keys),
             recompiles=len(dyn.recompiles),
-            guards=sum(len(g.guards) for g in dyn.graphs),
+            guards=sum(guards_per_compile(self.stages, self.compiles).values()),
             aot_graphs=aot,
             kernels=sum(len(o.kernels) for o in self.stages.inductor.outputs),
             compile_time_s=round(sum(c.entire_frame_compile_time_s for c in self.compiles) + _backward_s(self), 3),
@@ -489,6 +506,14 @@ def _backward_s(rep: Report) -> float:
     """Backward compile time (bwd_compilation_metrics), which compilation_metrics does not include."""
     ct = rep.compile_time
     return sum(c.total_s for c in ct.compiles if c.part == "backward") if ct is not None else 0.0
+
+
+def guards_per_compile(stages: Stages, compiles: tuple[CompileMetrics, ...]) -> dict[str, int]:
+    """Leaf guards of each compile's guard tree: its graph's guards, or for a compile that made no
+    graph (a frame that broke before its first op) the count recorded with it."""
+    out = {c.compile_id: c.guard_count for c in compiles}
+    out.update({g.compile_id: len(g.guards) for g in stages.dynamo.graphs})
+    return out
 
 
 #: Report.error starts so when a --backend or --pass the user gave is at fault (exit 2, not 3).
@@ -569,7 +594,8 @@ class Divergence:
 
     #: The compile id ("0/0"); "" for the run as a whole (e.g. one rank crashed).
     compile_id: str
-    #: status | compile | graph | graph_breaks | guards | recompiles | kernels | ddp_split
+    #: status | compile | graph | graph_breaks | guards | recompiles | kernels | ddp_split | cache (the FX
+    #: graph and AOTAutograd cache outcomes of a compile the ranks agree on) | compile_ids (of the run)
     aspect: str
     groups: tuple[RankGroup, ...]
 

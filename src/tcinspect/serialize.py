@@ -57,7 +57,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
     if rep.bench is not None:  # only `codegen --bench` has one; other reports stay as they were
         out["bench"] = _plain(rep.bench)
     if rep.parse is not None:  # only when the parser met what it did not understand
-        out["parse"] = _plain(rep.parse)
+        # counts added since the section began are written only when set, so earlier parse sections stay as they were
+        out["parse"] = {k: v for k, v in _plain(rep.parse).items() if v or k in ("unknown_events", "lines_not_understood")}
     if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
         from tcinspect.distributed import divergences, serialize_divergence
 
@@ -153,7 +154,10 @@ OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ran
 ADDED_TO_SCHEMA_1 = frozenset({
     "Kernel.provenance", "Kernel.provenance_key", "Kernel.dynamo_nodes", "Kernel.modules", "Kernel.frames",
     "Options.try_mode", "KernelTiming.in_step_us", "KernelTiming.in_step_kernels", "KernelBench.step",
-    "RankReport.compile_time",
+    "RankReport.compile_time", "TensorCheck.fp64_rmse", "TensorCheck.eager_fp64_rmse", "TensorCheck.reference",
+    # the parse section's later counts are written only when set (to_dict)
+    "ParseHealth.artifacts_not_understood", "ParseHealth.payload_mismatches", "ParseHealth.truncated_payloads",
+    "ParseHealth.files_ignored",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

@@ -5,10 +5,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from tcinspect import cache, serialize
-from tcinspect.errors import ModelFileError, ReportFormatError, StageFailedError, UsageError, UserTargetFailedError
+from tcinspect.errors import (
+    ModelFileError,
+    ReportFormatError,
+    StageFailedError,
+    TraceLogError,
+    UsageError,
+    UserTargetFailedError,
+)
 from tcinspect.report import USER_TARGET_PREFIXES, Options, Report
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -19,13 +26,89 @@ class Resolved:
     report: Report
     #: "" when freshly captured; else where the report came from, for a line on stderr.
     note: str = ""
+    #: a TORCH_TRACE log's parse problems, as one warning line for stderr ("" when none)
+    warning: str = ""
 
 
 def is_report_path(file: str) -> bool:
     return file.lower().endswith(REPORT_SUFFIXES)
 
 
-def resolve(
+def is_torch_trace(file: str) -> bool:
+    """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run."""
+    from tcinspect.recording.torchtrace import LOG_PREFIX, is_log
+
+    path = Path(file)
+    if path.is_dir():  # one without a log is not taken for one (the model-file reader says what it is)
+        return any(p.name.startswith(LOG_PREFIX) for p in path.iterdir())
+    if path.suffix == ".py" or not path.is_file():
+        return False
+    return is_log(path)
+
+
+def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None, strict: bool = False,
+            nproc: Optional[int] = None, **more: Any) -> Resolved:
+    """``_resolve``, then ``rank`` picks one rank of a distributed report or TORCH_TRACE directory, and
+    ``strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
+    logs = file is not None and not is_report_path(file) and is_torch_trace(file)
+    if rank is not None and not logs and nproc is None and (file is None or not is_report_path(file)):
+        raise UsageError("--rank picks one rank of a TORCH_TRACE directory, a distributed report or an --nproc run",
+                         "give a TORCH_TRACE log directory or a saved distributed report, or add --nproc N")
+    if logs and file is not None:
+        if nproc is not None:
+            raise UsageError(f"{file} is a TORCH_TRACE log, read as it is: --nproc runs a model file",
+                             "leave out --nproc")
+        from tcinspect.recording import torchtrace
+
+        rep = torchtrace.read(file, rank=rank)
+        what = "TORCH_TRACE directory" if Path(file).is_dir() else "TORCH_TRACE log"
+        ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
+        resolved = Resolved(rep, f"read {what} {file}{ranks}", _warning(rep))
+        if rep.ranks:
+            from tcinspect.distributed import raise_for_ranks
+
+            raise_for_ranks(rep)
+        elif not rep.ok:
+            raise StageFailedError(rep.error, "the log shows the stages that worked before it", rep)
+    else:
+        resolved = _resolve(file, options, nproc=nproc, **more)
+        if rank is not None:
+            resolved = Resolved(_one_rank(resolved.report, rank, file or ""), resolved.note)
+    parse = resolved.report.parse
+    if strict and parse is not None and parse.damaged:
+        from tcinspect.render.table import parse_warning
+
+        raise TraceLogError(f"{file}: {parse_warning(resolved.report)}", "--strict fails on anything the parser "
+                            "did not understand; leave it out to read the rest")
+    return resolved
+
+
+def load(file: str, rank: Optional[int] = None, strict: bool = False) -> Resolved:
+    """A saved report or a TORCH_TRACE log or directory, never a capture (``tcinspect diff``)."""
+    if not is_report_path(file) and not is_torch_trace(file):
+        serialize.load(file)  # its own precise error (missing file, not a report)
+    return resolve(file, Options(), rank=rank, strict=strict)
+
+
+def _warning(rep: Report) -> str:
+    if rep.parse is None or not rep.parse.damaged:
+        return ""
+    from tcinspect.render.table import parse_warning
+
+    return parse_warning(rep)
+
+
+def _one_rank(rep: Report, rank: int, file: str) -> Report:
+    from tcinspect import distributed
+
+    found = next((r for r in rep.ranks if r.rank == rank), None)
+    if found is None:
+        have = distributed.ranks_text([r.rank for r in rep.ranks]) if rep.ranks else "no ranks"
+        raise UsageError(f"{file or 'the report'} has no rank {rank} ({have})", "pick another --rank")
+    return distributed.rank_report(rep, found)
+
+
+def _resolve(
     file: Optional[str],
     options: Options,
     *,
@@ -38,6 +121,7 @@ def resolve(
     timeout: Optional[float] = None,
     nproc: Optional[int] = None,
     launcher_args: Sequence[str] = (),
+    as_script: Optional[bool] = None,
     isolate: bool = False,
 ) -> Resolved:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
@@ -69,17 +153,17 @@ def resolve(
         # let the model-file reader produce its precise error (missing, directory, ...)
         from tcinspect.recording import modelfile
 
-        modelfile.read(path, model_name)
+        modelfile.read(path, model_name, as_script)
         raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     if script_args:
         from tcinspect.recording import modelfile
 
-        if not modelfile.read(path, model_name).is_script:
+        if not modelfile.read(path, model_name, as_script).is_script:
             raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
                              f"`{model_name}`), which takes no arguments",
                              "remove it; only a script (a file without `model`) takes arguments after --")
-    extra = (model_name, inputs_name, *script_args)
+    extra = (model_name, inputs_name, *script_args) + ({True: ("--script",), False: ("--model",)}.get(as_script, ()))
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]
@@ -96,17 +180,18 @@ def resolve(
         # raises, with the merged report, when a rank failed
         report = distributed.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
                                      inputs_name=inputs_name, options=options, fresh=fresh,
-                                     script_args=script_args, quiet=quiet, timeout=timeout)
+                                     script_args=script_args, quiet=quiet, timeout=timeout, as_script=as_script)
     elif timeout is not None or isolate:
         from tcinspect.recording.isolate import capture_isolated  # the child imports torch, not us
 
         report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,
-                                  fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout)
+                                  fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout,
+                                  as_script=as_script)
     else:
         from tcinspect.recording.engine import capture_file  # torch is imported only here
 
         report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
-                              script_args=script_args, quiet=quiet)
+                              script_args=script_args, quiet=quiet, as_script=as_script)
     if not report.ok:
         if report.error.startswith(USER_TARGET_PREFIXES):
             raise UserTargetFailedError(report.error, "fix that target (--debug for its traceback); the report shows what ran before it", report)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tcinspect.report import GraphBreak, Guard, Kernel, OutputCode, Report, break_identity
+from tcinspect.report import GraphBreak, Guard, Kernel, OutputCode, Report, break_identity, guards_per_compile
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,13 @@ def frames(rep: Report) -> list[FrameCompiles]:
     return out
 
 
+def guards_without_graph(rep: Report) -> dict[str, int]:
+    """Guards of compiles that made no graph (a frame that broke before its first op), by compile id:
+    counted in the summary's guards, though no graph lists them."""
+    graphs = {g.compile_id for g in rep.stages.dynamo.graphs}
+    return {cid: n for cid, n in guards_per_compile(rep.stages, rep.compiles).items() if n and cid not in graphs}
+
+
 def guards_document(rep: Report) -> dict[str, Any]:
     """The `guards` command's YAML/JSON: guards per graph by kind, then recompiles."""
     graphs = []
@@ -205,12 +212,16 @@ def guards_document(rep: Report) -> dict[str, Any]:
                    "failed_guard": r.reasons[0] if r.reasons else "", "reasons": list(r.reasons),
                    "limit_hit": r.limit_hit, "suggestion": r.suggestion} for r in rep.stages.dynamo.recompiles]
     fr = frames(rep)
+    summary = {"calls": rep.calls, "compiles": len(rep.compiles), "recompiles": rep.summary.recompiles,
+               "guards": rep.summary.guards, "limit_hit": any(f.limit_hit for f in fr),
+               "cache_entries": {f"{f.function} (frame {f.frame})": f.cache_entries for f in fr}}
+    without = guards_without_graph(rep)
+    if without:
+        summary["guards_without_graph"] = without
     return {
         "target": rep.target.path or rep.target.model_name,
         "dynamic": rep.options.dynamic or "auto",
-        "summary": {"calls": rep.calls, "compiles": len(rep.compiles), "recompiles": rep.summary.recompiles,
-                    "guards": rep.summary.guards, "limit_hit": any(f.limit_hit for f in fr),
-                    "cache_entries": {f"{f.function} (frame {f.frame})": f.cache_entries for f in fr}},
+        "summary": summary,
         "graphs": graphs,
         "recompiles": recompiles,
         "input_errors": [{"input_set": e.input_set, "error": e.error} for e in rep.input_errors],

@@ -26,7 +26,8 @@ def breaks(
     fullgraph: FullgraphCheck = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
@@ -36,6 +37,8 @@ def breaks(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """List each distinct graph break: your file:line, PyTorch's reason and hints, and a suggested fix."""
@@ -43,10 +46,10 @@ def breaks(
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
     rep = c.with_report(
-        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, timeout=timeout,
+        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, rank=rank, strict=strict, timeout=timeout,
         nproc=nproc, launcher_args=torchrun_arg,
         show=lambda r: c.emit_document(
             distributed.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,
-            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), distributed.breaks_key)))
+            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), distributed.breaks_key)), script=script)
     if fullgraph and not all(fullgraph_ok(x) for _, x in distributed.per_rank(rep)):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

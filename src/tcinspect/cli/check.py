@@ -46,7 +46,8 @@ def check(
     update: Annotated[bool, typer.Option("--update", help="Rewrite the baseline from this run.")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, github or json.")] = "table",
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.", show_default=False)] = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -58,6 +59,8 @@ def check(
                           "crash or hang fails the build with exit 4.", min=1)] = 1800,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
@@ -75,7 +78,7 @@ def check(
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
-    if not update and baseline_path is None and nproc is None and not any(
+    if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
                          "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
@@ -84,8 +87,8 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, timeout=timeout,
-                            nproc=nproc, launcher_args=torchrun_arg)
+        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, rank=rank,
+                            strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         limits = checks.merged_limits(cli_limits, config, path)
         for prefix, one in distributed.per_rank(rep):  # a distributed report: each rank against the budgets

@@ -58,7 +58,8 @@ def codegen(
     try_mode: TryModeOpt = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -69,6 +70,8 @@ def codegen(
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
     timeout: c.TimeoutOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
@@ -87,10 +90,10 @@ def codegen(
     if line is not None:
         _check_line(line)
     query = ("line", line) if line is not None else ("module", module) if module is not None else None
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
                   show=lambda rep: _show_query(rep, query, fmt, output) if query is not None
                   else _show_bench(rep, kernel, sort, fmt, output) if bench
-                  else _show(rep, kernel, wrapper, save, fmt, output))
+                  else _show(rep, kernel, wrapper, save, fmt, output), script=script)
 
 
 def _check_line(spec: str) -> None:

@@ -27,13 +27,18 @@ EXIT_CODES_HELP = (
 IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
 
 FileArg = Annotated[Optional[str], typer.Argument(
-    help="A model file (.py), a saved report (.yaml/.json), or nothing for the latest trace.", show_default=False)]
+    help="A model file (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of rank logs, or "
+         "nothing for the latest trace.", show_default=False)]
 ScriptArgs = Annotated[Optional[List[str]], typer.Argument(
     help="Arguments after `--` become the script's sys.argv (script mode).", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json; - for stdout).",
                                                    show_default=False)]
-ModelOpt = Annotated[str, typer.Option("--model", help="Name of the model object in the model file.")]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", help="Name of the model object in the model file (default: model); forces model mode.",
+    show_default=False)]
+ScriptOpt = Annotated[bool, typer.Option(
+    "--script", help="Run the file as a script (as __main__) even if it defines `model` at module level.")]
 InputsOpt = Annotated[str, typer.Option("--inputs", help="Name of the example-inputs object in the model file.")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="Move the module and tensor inputs to cpu or cuda.",
                                         show_default=False)]
@@ -61,6 +66,13 @@ TorchrunArgOpt = Annotated[Optional[List[str]], typer.Option(
     "--torchrun-arg", help="With --nproc: an option for torchrun, e.g. --torchrun-arg=--master-port=29501 "
                            "(a rendezvous option replaces --standalone); repeatable.", show_default=False,
     metavar="ARG")]
+
+RankOpt = Annotated[Optional[int], typer.Option(
+    "--rank", help="Show one rank of a TORCH_TRACE directory, a distributed report or an --nproc run.",
+    show_default=False, metavar="N", min=0)]
+StrictOpt = Annotated[bool, typer.Option(
+    "--strict", help="Exit 2 when a TORCH_TRACE log (or any report) has lines, payloads or events tcinspect did "
+                     "not understand, instead of a warning.")]
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -116,29 +128,39 @@ def note(text: str) -> None:
         sys.stderr.write(f"tcinspect: {text}\n")
 
 
-def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fresh: bool,
+def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs: str, fresh: bool,
                 script_args: Optional[List[str]], show: Callable[[Report], None],
                 also_accept: Sequence[Options] = (), debug: bool = False,
                 timeout: Optional[float] = None, nproc: Optional[int] = None,
-                launcher_args: Optional[Sequence[str]] = None) -> Report:
+                launcher_args: Optional[Sequence[str]] = None, script: bool = False, rank: Optional[int] = None,
+                strict: bool = False) -> Report:
     """Get the report (saved, cached or captured), note where it came from, and show it.
 
-    A capture whose compiler stage failed is shown too (the stages that worked), then re-raised.
+    ``model`` None is the default name `model` with the mode decided by the file; a name given
+    (``--model``) forces model mode and ``script`` (``--script``) script mode. A capture whose
+    compiler stage failed is shown too (the stages that worked), then re-raised.
     A model file compiles in a child process (a native crash is then a report, exit 4) unless --debug
     or $TCINSPECT_IN_PROCESS asks for tcinspect's own process.
     """
     from tcinspect import interrupts
     from tcinspect.errors import StageFailedError
-    from tcinspect.sources import is_report_path, resolve
+    from tcinspect.sources import is_report_path, is_torch_trace, resolve
 
+    if script and model is not None:
+        raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
+                         "pass one of them")
+    as_script = True if script else (False if model is not None else None)
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
+    if file and not is_report_path(file) and is_torch_trace(file):
+        label = f"reading TORCH_TRACE {file} …"
     if nproc is not None and file and not is_report_path(file):
         label = f"compiling {file} on {nproc} ranks (torchrun) …"
     try:
         with progress(label):
-            resolved = resolve(file, opts, model_name=model, inputs_name=inputs, fresh=fresh,
+            resolved = resolve(file, opts, model_name=model or "model", inputs_name=inputs, as_script=as_script, fresh=fresh,
                                script_args=script_args or (), also_accept=also_accept, quiet=not debug,
-                               timeout=timeout, nproc=nproc, launcher_args=launcher_args or (),
+                               timeout=timeout, nproc=nproc, launcher_args=launcher_args or (), rank=rank,
+                               strict=strict,
                                isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
     except StageFailedError as exc:
         interrupts.check()
@@ -146,6 +168,8 @@ def with_report(file: Optional[str], opts: Options, model: str, inputs: str, fre
         raise
     interrupts.check()  # torch may have swallowed the KeyboardInterrupt: nothing is shown then
     note(resolved.note)
+    if resolved.warning:
+        note(f"warning: {resolved.warning}")
     show(resolved.report)
     return resolved.report
 

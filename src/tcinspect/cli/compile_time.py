@@ -29,7 +29,8 @@ def compile_time(
                                                       "more).")] = False,
     fmt: FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -40,13 +41,16 @@ def compile_time(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """The slowest compiles and phases (Dynamo, AOTAutograd, Inductor, kernel compile, autotuning, caches), forward and backward, the FX graph and AOTAutograd cache states, and what to do."""
     fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
     opts = c.options(backend, mode, False, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout, nproc=nproc,
-                  launcher_args=torchrun_arg, show=lambda rep: _show(rep, fmt, output, perfetto, tree))
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
+                  nproc=nproc, launcher_args=torchrun_arg, show=lambda rep: _show(rep, fmt, output, perfetto, tree),
+                  script=script)
 
 
 def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path], tree: bool) -> None:

@@ -12,17 +12,23 @@ from tcinspect.cli import common as c
 
 @app.command(epilog="Example: tcinspect diff before.yaml after.yaml")
 def diff(
-    a: Annotated[str, typer.Argument(help="The earlier report (.yaml/.json).", show_default=False)],
-    b: Annotated[str, typer.Argument(help="The later report (.yaml/.json).", show_default=False)],
+    a: Annotated[str, typer.Argument(help="The earlier report (.yaml/.json) or TORCH_TRACE log.", show_default=False)],
+    b: Annotated[str, typer.Argument(help="The later report (.yaml/.json) or TORCH_TRACE log.", show_default=False)],
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
-    from tcinspect import diffing, serialize
+    from tcinspect import diffing, sources
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)
-    ra, rb = serialize.load(a), serialize.load(b)
+    loaded = [sources.load(f, rank, strict) for f in (a, b)]
+    for one in loaded:
+        if one.warning:
+            c.note(f"warning: {one.warning}")
+    ra, rb = loaded[0].report, loaded[1].report
     d = diffing.diff(ra, rb)
     c.emit_document(diffing.document(d, a, b), fmt, output, lambda: render.diff(d, a, b))

@@ -25,7 +25,7 @@ def export_(
     graphs: Annotated[bool, typer.Option("--graphs/--no-graphs", help="Show each exported graph and signature.")] = True,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     fresh: c.FreshOpt = False,

@@ -17,7 +17,8 @@ def guards(
     all_kinds: Annotated[bool, typer.Option("--all", help="Also list type, identity and bookkeeping guards.")] = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
@@ -27,6 +28,8 @@ def guards(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
@@ -39,8 +42,8 @@ def guards(
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
                   also_accept=[replace(opts, backend="inductor")], nproc=nproc, launcher_args=torchrun_arg,
                   show=lambda r: c.emit_document(
                       distributed.document(r, guards_document), fmt, output,
-                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), distributed.guards_key)))
+                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), distributed.guards_key)), script=script)

@@ -38,7 +38,8 @@ def trace(
     fmt: FormatOpt = "table",
     output: OutputOpt = None,
     graph: GraphOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
@@ -52,6 +53,8 @@ def trace(
     timeout: c.TimeoutOpt = None,
     nproc: c.NprocOpt = None,
     torchrun_arg: c.TorchrunArgOpt = None,
+    rank: c.RankOpt = None,
+    strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
@@ -63,10 +66,10 @@ def trace(
         raise UsageError("--graph picks graphs to draw, so it needs --format svg", "add --format svg or -o graph.svg")
     from tcinspect.render import ranks
 
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, timeout=timeout, nproc=nproc,
+    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout, nproc=nproc,
                   launcher_args=torchrun_arg,
                   show=lambda rep: c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings,
-                                          pages=_pages(rep, graph or ())))
+                                          pages=_pages(rep, graph or ())), script=script)
 
 
 def _pages(rep: Report, graphs: List[str]) -> dict[str, Callable[[], str]]:

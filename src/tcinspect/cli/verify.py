@@ -26,7 +26,7 @@ def verify(
                                          show_default=False, min=0)] = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = "model",
+    model: c.ModelOpt = None,
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     mode: c.ModeOpt = "",

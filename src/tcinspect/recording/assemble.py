@@ -333,16 +333,19 @@ def build(
             if e.name == "dynamo_graph_break_reason":
                 breaks.append(parse_break(e.payload, cid))
         latest = _latest_attempt(group)
-        m = _metrics(cid, group)
-        metrics.append(m)
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
         guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
+        guards = parse_guards(guard_ev.payload) if guard_ev is not None else ()
+        # a guard is a leaf of the guard tree Dynamo installed (README "What each count means"), not
+        # compilation_metrics' guard_count (Dynamo's guard objects before the tree is built)
+        m = replace(_metrics(cid, group), guard_count=len(guards))
+        metrics.append(m)
         anchors = parse_graph("dynamo_output_graph", _clean(graph_ev.payload)) if graph_ev is not None else None
         inputs_ev = next((e for e in reversed(latest) if e.name == BACKEND_INPUTS_ARTIFACT), None)
         if anchors is not None:
             dynamo_graphs.append(DynamoGraph(
                 compile_id=cid, function=m.function, file=m.file, line=m.line, graph=anchors,
-                guards=parse_guards(guard_ev.payload) if guard_ev is not None else (),
+                guards=guards,
                 example_inputs=tuple(str(v) for v in (ev_mod.json_payload(inputs_ev) or [])) if inputs_ev else (),
             ))
         if cid in reasons or (group[0].frame_compile_id or 0) > 0:

@@ -79,6 +79,8 @@ def group_of(name: str, parent: str = "other") -> str:
         return "inductor"
     if "autotun" in low or "benchmark" in low or "select_algorithm" in low:
         return "autotune"
+    if "precompil" in low:  # e.g. mm_template_precompiling: Triton templates compiled before autotuning
+        return "compile"
     if "cache" in low or "triton_key" in low or "torch_key" in low or low.startswith("tritonbundler"):
         return "cache"
     if "pre_grad_passes" in low or "post_grad_passes" in low or "joint_graph_passes" in low:
@@ -211,12 +213,13 @@ def to_phase(tree: _Tree, origin: float, parent_group: str = "other") -> Phase:
 def breakdown(phase: Phase) -> dict[str, float]:
     """Exclusive seconds by group over a tree: they add up to the root's inclusive time.
 
-    The root's own exclusive time is "other" (the gaps between its timed phases).
+    A compile root's own exclusive time is "other" (the gaps between its timed phases); a span
+    outside any compile (e.g. autotuning at the first call) keeps its own group.
     """
     out = {g: 0.0 for g in GROUPS}
 
     def walk(p: Phase, root: bool) -> None:
-        out["other" if root else p.group] += p.self_s
+        out["other" if root and p.name in (FORWARD_ROOT, BACKWARD_ROOT) else p.group] += p.self_s
         for c in p.children:
             walk(c, False)
 
@@ -400,7 +403,7 @@ def findings(ct: CompileTime, recompiles: Sequence[Recompile] = ()) -> tuple[Com
                 "each restart traces the frame again: fix the graph break that caused it (tcinspect breaks)"))
     groups: dict[str, float] = {}
     for t in ct.compiles:
-        if t.root is not None:
+        if t.root is not None and t.part != "runtime":  # shares of compile time only
             for g, s in breakdown(t.root).items():
                 groups[g] = groups.get(g, 0.0) + s
     if total > 0:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from dataclasses import replace
 import logging
@@ -13,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from tcinspect import __version__
-from tcinspect.recording import _compat, assemble, compiletime, custom, modelfile, verify
-from tcinspect.recording import breaks as breaks_mod
+from tcinspect.recording import _compat, assemble, custom, modelfile, outputs, verify
 from tcinspect.recording import kernelbench, provenance
+from tcinspect.recording.fromevents import report_from_events
 from tcinspect.recording import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
@@ -123,37 +121,28 @@ def _device_of(model: Any, inputs: Sequence[Any]) -> str:
     return "cpu"
 
 
-def _scalar_loss(out: Any) -> Any:
-    """A scalar from every output tensor that requires grad, or None if none does."""
-    import torch
-
-    found: list[Any] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            if v.requires_grad and (v.is_floating_point() or v.is_complex()):
-                found.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-
-    walk(out)
-    if not found:
-        return None
-    return sum(t.real.float().sum() if t.is_complex() else t.float().sum() for t in found)
-
-
 @contextlib.contextmanager
 def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]:
-    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them)."""
+    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them), and forget
+    the modules it imported from beside the model file: a later capture in this process (a library
+    user's, a test's) imports them again, as edited since, and never compiles yesterday's code."""
     cwd = os.getcwd()
     old_argv = list(sys.argv)
     old_path = list(sys.path)
+    home = str(path.resolve().parent) + os.sep if path is not None else ""
+    # a module of the same name imported earlier from elsewhere (another project captured in this
+    # process) would shadow the one beside this file: set it aside for the capture, put it back after
+    shadowed = {}
+    if home:
+        for name, mod in list(sys.modules.items()):
+            top = name.split(".")[0]
+            if os.path.isdir(home + top) or os.path.isfile(home + top + ".py"):
+                file = getattr(mod, "__file__", None) or ""
+                if not os.path.realpath(file).startswith(home):
+                    shadowed[name] = sys.modules.pop(name)
+    old_modules = set(sys.modules)
     if path is not None:
-        sys.path.insert(0, str(path.resolve().parent))
+        sys.path.insert(0, home.rstrip(os.sep))
     if argv is not None:
         sys.argv = argv
     try:
@@ -162,6 +151,12 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
         os.chdir(cwd)
         sys.argv = old_argv
         sys.path[:] = old_path
+        for name in set(sys.modules) - old_modules if home else ():
+            file = getattr(sys.modules.get(name), "__file__", None) or ""
+            if os.path.realpath(file).startswith(home):
+                sys.modules.pop(name, None)
+        for name, mod in shadowed.items():
+            sys.modules.setdefault(name, mod)
 
 
 def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
@@ -248,7 +243,7 @@ class _Run:
         """Call ``fn`` (compiled or eager) and, when asked and possible, run backward; its outputs."""
         out = fn(*inputs)
         if self.options.backward:
-            loss = _scalar_loss(out)
+            loss = outputs.scalar_loss(out)
             if loss is not None:
                 loss.backward()
         return out
@@ -295,36 +290,13 @@ class _Run:
         return True
 
     def report(self, target: Target, device: str) -> Report:
-        start = time.perf_counter()
-        build = functools.partial(assemble.build, self.recorder.events, backend=self.options.backend,
-                                  side_table=self.side_table)
-        stages, metrics = build(failure=self.failure)
-        failure = self.failure or assemble.failure_from_metrics(metrics, stages)
-        if failure is not None and self.failure is None:
-            stages, metrics = build(failure=failure)
-        compile_time = compiletime.build(self.recorder.events, stages.dynamo.recompiles)
-        dynamo = stages.dynamo
-        stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
-            breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
-        return Report(
-            torch_version=_compat.torch_version(),
-            device=device,
-            target=target,
-            options=self.options,
-            stages=stages,
-            compiles=metrics,
-            error=(failure.blame or f"{failure.stage} stage failed: {failure.message}") if failure else "",
-            passes=assemble.build_passes(self.recorder.events),
-            parse=ev_mod.parse_health(self.recorder.events, unreadable=provenance.unreadable(self.recorder.events)),
-            verification=self.verification,
-            tcinspect_version=__version__,
-            calls=self.calls,
-            input_errors=tuple(self.input_errors),
-            # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
-            timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4)),
-                     ("assemble_s", round(time.perf_counter() - start, 4))),
-            compile_time=compile_time,
-        )
+        events = self.recorder.events
+        # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
+        return report_from_events(
+            events, target=target, options=self.options, device=device, torch_version=_compat.torch_version(),
+            parse=ev_mod.parse_health(events, unreadable=provenance.unreadable(events)), failure=self.failure,
+            side_table=self.side_table, verification=self.verification, calls=self.calls, input_errors=self.input_errors,
+            timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4))))
 
 
 def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[tuple] = (),
@@ -376,19 +348,25 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (kernelbench.measure(model, compiled, inputs, run.step, opts)
                     if opts.bench and run.failure is None else None)
+    if measured is not None and opts.try_mode:
+        # after the recording: the other mode's compile is no part of this report
+        kernelbench.try_mode(measured, model, inputs, run.step, opts)
     return kernelbench.attach(run.report(target, device), measured)
 
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
                  options: Optional[Options] = None, fresh: bool = False,
-                 script_args: Sequence[str] = (), quiet: bool = False) -> Report:
-    """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script."""
+                 script_args: Sequence[str] = (), quiet: bool = False, as_script: Optional[bool] = None) -> Report:
+    """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script.
+
+    ``as_script`` forces script mode (True) or model mode (False); None decides by the file.
+    """
     opts = options or Options()
-    src = modelfile.read(path, model_name)
+    src = modelfile.read(path, model_name, as_script)
     if opts.bench:  # before the file runs or anything compiles
         kernelbench.check(opts, script=src.is_script)
     if src.is_script:
-        return _capture_script(src, opts, fresh, list(script_args), model_name, quiet)
+        return _capture_script(src, opts, fresh, list(script_args), model_name, quiet, forced=bool(as_script))
     with _isolated(src.path, None):
         try:
             loaded = modelfile.load(src, model_name, inputs_name, opts.device)
@@ -400,10 +378,11 @@ def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_n
 
 
 def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str,
-                    quiet: bool = False) -> Report:
+                    quiet: bool = False, forced: bool = False) -> Report:
     _check_device(opts.device)
+    why = "--script" if forced else f"it defines no `{model_name}` at module level"
     if opts.passes or opts.verify or opts.export or custom.is_target(opts.backend):
-        raise UsageError(f"{src.path} is run as a script (it defines no `{model_name}`), whose own torch.compile "
+        raise UsageError(f"{src.path} is run as a script ({why}), whose own torch.compile "
                          "calls keep their options", "define `model` and `example_inputs` to use --backend "
                          "module:callable, --pass, verify or export")
     run = _Run(opts, fresh, quiet)
@@ -420,7 +399,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
             else:
                 raise modelfile.script_frame_error(exc, src.path) from exc
     if not run.recorder.events:
-        raise ModelFileError(f"{src.path} defines no `{model_name}` and compiled nothing when run as a script",
+        raise ModelFileError(f"{src.path} was run as a script ({why}) and compiled nothing",
                              f"define `{model_name}` and `example_inputs`, or call torch.compile in the script")
     target = Target(kind="script", path=str(src.path), sha256=src.sha256)
     return run.report(target, opts.device or "cpu")

@@ -99,11 +99,15 @@ class Event:
     payload: str = ""
     #: The model call during which it was logged (0: example_inputs, k: input_sets[k - 1]), or -1.
     call: int = -1
+    #: Set for a frame compiled inside compiled autograd's backward graph (torch's CompileId).
+    compiled_autograd_id: Optional[int] = None
 
     @property
     def compile_id(self) -> str:
         if self.frame_id is None:
             return ""
+        if self.compiled_autograd_id is not None:  # torch's CompileId.__str__: "!ca/frame/compile"
+            return f"!{self.compiled_autograd_id}/{self.frame_id}/{self.frame_compile_id}"
         return f"{self.frame_id}/{self.frame_compile_id}"
 
 
@@ -145,6 +149,7 @@ def from_record(metadata: dict[str, Any], payload: Any, call: int = -1) -> Event
         meta=own if isinstance(own, dict) else {},
         payload=text,
         call=call,
+        compiled_autograd_id=metadata.get("compiled_autograd_id"),
     )
 
 
@@ -172,6 +177,8 @@ def to_json_line(ev: Event) -> str:
     """One event as a line that ``read_jsonl`` reads back."""
     meta = {ev.name: ev.meta, "frame_id": ev.frame_id, "frame_compile_id": ev.frame_compile_id,
             "attempt": ev.attempt, "call": ev.call}
+    if ev.compiled_autograd_id is not None:
+        meta["compiled_autograd_id"] = ev.compiled_autograd_id
     return json.dumps({"meta": meta, "payload": ev.payload}) + "\n"
 
 
@@ -223,21 +230,25 @@ def is_known(name: str) -> bool:
 
 
 def parse_health(events: Iterable[Event], lines_not_understood: int = 0,
-                 unreadable: Optional[dict[str, int]] = None) -> Optional[ParseHealth]:
+                 unreadable: Optional[dict[str, int]] = None, payload_mismatches: int = 0,
+                 truncated_payloads: int = 0, files_ignored: int = 0) -> Optional[ParseHealth]:
     """What the parser did not understand in a run's events; None when it understood everything.
 
     ``unreadable``: known artifacts whose payload a stage parser could not read, by name
-    (recording/provenance.py: ``unreadable``).
+    (recording/provenance.py: ``unreadable``). The other counts are a TORCH_TRACE log's
+    (recording/torchtrace.py).
     """
     unknown: dict[str, int] = {}
     for ev in events:
         if not is_known(ev.name):
             unknown[ev.name] = unknown.get(ev.name, 0) + 1
-    if not unknown and not lines_not_understood and not unreadable:
+    if not (unknown or lines_not_understood or unreadable or payload_mismatches or truncated_payloads or files_ignored):
         return None
     return ParseHealth(unknown_events=tuple(EventCount(n, c) for n, c in unknown.items()),
                        lines_not_understood=lines_not_understood,
-                       artifacts_not_understood=tuple(EventCount(n, c) for n, c in (unreadable or {}).items()))
+                       artifacts_not_understood=tuple(EventCount(n, c) for n, c in (unreadable or {}).items()),
+                       payload_mismatches=payload_mismatches, truncated_payloads=truncated_payloads,
+                       files_ignored=files_ignored)
 
 
 def by_compile_id(events: Iterable[Event]) -> dict[str, list[Event]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, verify
+from tcinspect.recording import _compat, outputs, verify
 from tcinspect.recording.fxgraph import parse_graph
 from tcinspect.report import (
     NOT_RUN,
@@ -121,7 +121,7 @@ def _aoti(ep: Any, module: Any, inputs: tuple, mode: str, options: Options) -> A
                 expected = module(*inputs)
         except Exception as exc:  # noqa: BLE001 - reported per mode, like an export failure
             return AotiRun(False, package.name, error=_one_line(exc))
-    got_flat, want_flat = verify._flatten(got), verify._flatten(expected)
+    got_flat, want_flat = outputs.named_tensors(got), outputs.named_tensors(expected)
     if len(got_flat) != len(want_flat):
         return AotiRun(False, package.name, error=f"the package returned {len(got_flat)} tensors, eager {len(want_flat)}")
     checks = [verify.check(n, g, w, options) for (n, g), (_, w) in zip(got_flat, want_flat)]

@@ -26,13 +26,14 @@ from tcinspect.report import Options, Report, Target, options_from_json
 
 
 def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: Options, fresh: bool,
-                     script_args: Sequence[str], quiet: bool, timeout: Optional[float]) -> Report:
+                     script_args: Sequence[str], quiet: bool, timeout: Optional[float],
+                     as_script: Optional[bool] = None) -> Report:
     """capture_file in a child process, stopped after ``timeout`` seconds (None: no limit)."""
     with tempfile.TemporaryDirectory(prefix="tcinspect-child-") as tmp:
         t = Path(tmp)
         request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name,
                    "options": asdict(options), "fresh": fresh, "script_args": list(script_args), "quiet": quiet,
-                   "result": str(t / "result.json"), "fault": str(t / "fault.txt")}
+                   "as_script": as_script, "result": str(t / "result.json"), "fault": str(t / "fault.txt")}
         (t / "request.json").write_text(json.dumps(request))
         env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
         with open(t / "output.txt", "w+b") as output:
@@ -153,7 +154,7 @@ def _child(request_path: str) -> int:
     try:
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
                            options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
-                           quiet=req["quiet"])
+                           quiet=req["quiet"], as_script=req.get("as_script"))
         payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:
         payload = {"error": {"class": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}}

@@ -898,15 +898,6 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
     profile = _profile_steps(compiled, inputs, step, IN_STEP_STEPS)
     e2e = end_to_end(model, compiled, inputs, step, runs, options.backward)
     notes: list[str] = []
-    if options.try_mode:
-        # the suggestion measured: the same model compiled with the mode asked for, timed the same way
-        try:
-            other = torch.compile(model, mode=options.try_mode)
-            e2e += [replace(e, what=f"{e.what}, mode={options.try_mode}")
-                    for e in end_to_end(model, other, inputs, step, runs, options.backward)]
-        except Exception as exc:  # noqa: BLE001 - the mode failing is a finding, not a crash
-            first = (str(exc).strip().splitlines() or [""])[0][:200]
-            notes.append(f"--try-mode {options.try_mode}: compiling or running it raised {type(exc).__name__}: {first}")
     method = (f"each launch replayed on copies of its arguments: {WARMUP} warm-up runs, then the median of {runs} "
               f"runs timed with CUDA events, each after an L2 flush ({flush_bytes >> 20} MiB written) and a GPU "
               "hold that lets the launch be queued first; the timing overhead is subtracted")
@@ -916,6 +907,28 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
                     profile=profile, profile_steps=IN_STEP_STEPS if profile is not None else 0, notes=notes)
 
 
+def try_mode(m: Measured, model: Callable[..., Any], inputs: tuple,
+             step: Callable[[Callable[..., Any], tuple], Any], options: Options) -> None:
+    """``--try-mode``: the same model compiled with another mode, timed as the default's end to end.
+
+    Runs after the recording (its compile is no part of the report); CUDA graphs (reduce-overhead)
+    record on their first calls, so the warm-up is longer than the default's.
+    """
+    import torch
+
+    try:
+        other = torch.compile(model, mode=options.try_mode)
+        for _ in range(TRY_MODE_WARMUP):
+            step(other, inputs)
+        torch.cuda.synchronize()
+        m.end_to_end += [replace(e, what=f"{e.what}, mode={options.try_mode}")
+                         for e in end_to_end(model, other, inputs, step, m.runs, options.backward)]
+    except Exception as exc:  # noqa: BLE001 - the mode failing is a finding, not a crash
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        m.notes.append(f"--try-mode {options.try_mode}: compiling or running it raised {type(exc).__name__}: {first}")
+
+
+TRY_MODE_WARMUP = 5
 IN_STEP_STEPS = 10
 IN_STEP_WARMUP = 3
 

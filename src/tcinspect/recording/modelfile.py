@@ -1,7 +1,8 @@
 """The model-file contract: load ``model`` / ``example_inputs`` / ``input_sets`` from a Python file.
 
-A file that defines no ``model`` (found statically, without running it) is a script: it runs
-as ``__main__`` and everything it compiles is recorded.
+A file that defines no ``model`` at module level (found statically, without running it, the way
+Python binds names on import: not inside functions, classes or ``if __name__ == "__main__":``)
+is a script: it runs as ``__main__`` and everything it compiles is recorded.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def read(path: str | os.PathLike, model_name: str = "model") -> ModelSource:
-    """Read and compile a model file; decide statically whether it is a model file or a script."""
+def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional[bool] = None) -> ModelSource:
+    """Read and compile a model file; decide statically whether it is a model file or a script.
+
+    ``as_script`` True or False forces the choice (``--script``, ``--model NAME``); None decides
+    by whether importing the file binds ``model_name``.
+    """
     p = Path(path)
     if not p.exists():
         raise ModelFileError(f"model file '{p}' does not exist", "check the path")
@@ -71,7 +76,8 @@ def read(path: str | os.PathLike, model_name: str = "model") -> ModelSource:
     except ValueError as exc:  # e.g. null bytes
         raise ModelFileError(f"'{p}' is not Python source ({exc})", "give a .py model file") from None
     return ModelSource(path=p, text=text, sha256=hashlib.sha256(data).hexdigest(), code=code,
-                       is_script=model_name not in _top_level_names(tree.body), device=_constant(tree, "device"))
+                       is_script=as_script if as_script is not None else model_name not in import_time_names(tree.body),
+                       device=_constant(tree, "device"))
 
 
 def _constant(tree: ast.Module, name: str) -> str:
@@ -83,8 +89,29 @@ def _constant(tree: ast.Module, name: str) -> str:
     return ""
 
 
-def _top_level_names(body: list[ast.stmt]) -> set[str]:
-    """Names a module binds at its top level (also inside top-level if/try/with blocks)."""
+def _is_main_guard(test: ast.expr) -> Optional[bool]:
+    """True for ``__name__ == "__main__"``, False for ``!=``, None for any other test."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return None
+    sides = [test.left, test.comparators[0]]
+    names = [x for x in sides if isinstance(x, ast.Name) and x.id == "__name__"]
+    mains = [x for x in sides if isinstance(x, ast.Constant) and x.value == "__main__"]
+    if not (names and mains):
+        return None
+    return isinstance(test.ops[0], ast.Eq)
+
+
+#: Blocks whose bodies run when the module is imported (ast.TryStar: Python 3.11+).
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith) + \
+    ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def import_time_names(body: list[ast.stmt]) -> set[str]:
+    """Names a module binds when it is imported (not run as ``__main__``).
+
+    Top-level statements and the blocks that run with them (if, for, while, try, with) count;
+    function and class bodies do not, nor the body of ``if __name__ == "__main__":``.
+    """
     names: set[str] = set()
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -98,11 +125,22 @@ def _top_level_names(body: list[ast.stmt]) -> set[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 names.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+        elif isinstance(node, ast.If):
+            main = _is_main_guard(node.test)
+            if main is not True:  # `if __name__ == "__main__":` does not run on import; its else does
+                names |= import_time_names(node.body)
+            if main is not False:
+                names |= import_time_names(node.orelse)
+        elif isinstance(node, _BLOCKS):
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                names |= {sub.id for sub in ast.walk(node.target) if isinstance(sub, ast.Name)}
             for block in ("body", "orelse", "finalbody"):
-                names |= _top_level_names(getattr(node, block, []) or [])
+                names |= import_time_names(getattr(node, block, []) or [])
             for handler in getattr(node, "handlers", []) or []:
-                names |= _top_level_names(handler.body)
+                names |= import_time_names(handler.body)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, *_BLOCKS)):
+            # `model := ...` in a top-level expression binds a module name too
+            names |= {sub.target.id for sub in ast.walk(node) if isinstance(sub, ast.NamedExpr)}
     return names
 
 

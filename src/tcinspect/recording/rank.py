@@ -47,7 +47,7 @@ def main() -> int:
         _use_own_gpu(req["device"])
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
                            options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
-                           quiet=req["quiet"])
+                           quiet=req["quiet"], as_script=req.get("as_script"))
         payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
         code = 0 if rep.ok else 1
     except errors.TcinspectError as exc:

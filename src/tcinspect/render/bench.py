@@ -72,21 +72,22 @@ def kernel_table(rows: Sequence[tuple[int, KernelTiming]], title: str, in_step: 
     flops = any(k.flops for _, k in rows)
     t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
               collapse_padding=True)
-    step_col = (("in step µs", "right"),) if in_step else ()
+    step_col = (("step µs", "right"),) if in_step else ()
     for name, justify in (("#", "right"), ("kernel", "left"), ("graph", "left")) + step_col + (
-            ("replay µs", "right"), ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right")) + \
+            ("alone µs" if in_step else "µs", "right"), ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right")) + \
             ((("TFLOP/s", "right"),) if flops else ()) + (("% of roofline", "left"), ("bound", "left")):
         t.add_column(name, justify=justify, no_wrap=True, style={"#": "dim", "kernel": "cyan", "graph": "dim"}.get(name))
     for n, k in rows:
         graph = f"{k.compile_id} {_PART.get(k.part, k.part)}".strip()
         step = ([f"{k.in_step_us:,.1f}" if k.in_step_us > 0 else "–"] if in_step else [])
+        width = 24 if in_step else 30
         if k.median_us <= 0:
-            cells = [str(n), _name(k.name), graph, *step, "–", "", "", ""] + ([""] if flops else [])
+            cells = [str(n), _name(k.name, width), graph, *step, "–", "", "", ""] + ([""] if flops else [])
             t.add_row(*cells, Text("not timed", style="dim"), "")
             continue
         roof = Text(bar(k.pct_of_roofline), style=_BOUND_STYLE.get(k.bound, ""))
         roof.append(f" {k.pct_of_roofline:5.1f}%")
-        cells = [str(n), _name(k.name), graph, *step, f"{k.median_us:,.1f}", f"{k.share:.1f}%",
+        cells = [str(n), _name(k.name, width), graph, *step, f"{k.median_us:,.1f}", f"{k.share:.1f}%",
                  f"{short_size(k.bytes_read)}/{short_size(k.bytes_written)}", f"{k.gb_per_s:,.0f}"]
         if flops:
             cells.append(f"{k.tflop_per_s:.2f}" if k.flops else "")
@@ -106,8 +107,9 @@ def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "tim
         Text(f"  {b.method}", style="dim"),
         peak_lines(b.peaks, b.launch_overhead_us),
         Text(""),
-        kernel_table(rows, f"kernels by {_SORTED.get(sort, sort)} · replay = alone, cold L2 · % of roofline = "
-                           "achieved ÷ min(compute peak, arithmetic intensity × memory bandwidth)",
+        kernel_table(rows, f"kernels by {_SORTED.get(sort, sort)} · step = in the real step (profiler), alone = replayed "
+                           "alone after an L2 flush · % of roofline = achieved ÷ min(compute peak, arithmetic "
+                           "intensity × memory bandwidth)",
                      in_step=b.step is not None),
     ]
     if b.step is not None:

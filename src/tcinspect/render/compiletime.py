@@ -41,6 +41,11 @@ def table(rep: Report) -> RenderableType:
     head.append(f"{doc['total_s']:.2f} s", style="bold")
     head.append(f"  forward {doc['forward_s']:.2f} s · backward {doc['backward_s']:.2f} s · "
                 f"{len([t for t in ct.compiles if t.part != 'runtime'])} compiles", style="dim")
+    if doc["runtime_s"]:
+        split = ", ".join(f"{_SHORT[g]} {s:.2f} s" for g, s in sorted(doc["runtime_phases_s"].items(),
+                                                                     key=lambda kv: -kv[1])[:3])
+        head.append(f"\n  and {doc['runtime_s']:.2f} s timed at the first calls, after the compile ({split})",
+                    style="dim")
     parts.append(head)
     if rep.compile_time is None:
         parts.append(Text("this report holds no phase spans (written by an older tcinspect): totals only",

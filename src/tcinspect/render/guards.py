@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.render.table import USER_GUARD_KINDS
+from tcinspect.render.table import USER_GUARD_KINDS, _guards_without_graph
 from tcinspect.report import Report
 from tcinspect.views import frames, guard_checks
 
@@ -49,6 +49,7 @@ def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
         parts.append(t)
         if hidden:
             parts.append(Text(f"  + {hidden} type / identity / bookkeeping checks (--all shows them)", style="dim"))
+    parts.extend(_guards_without_graph(rep))
     if rep.stages.dynamo.recompiles:
         t = Table(title="Recompiles", title_justify="left", header_style="bold")
         t.add_column("compile id")

@@ -18,7 +18,7 @@ from typing import Mapping, Optional, Sequence
 from tcinspect import views
 from tcinspect.render import svg
 from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
-from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, OutputCode, Report
+from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, OutputCode, Report, guards_per_compile
 
 #: Tables with more rows, and pictures with more nodes, start collapsed: a 10,000-node page must
 #: open at once and stay readable.
@@ -188,10 +188,11 @@ class _Page:
         for e in rep.input_errors:
             parts.append(f'<p class="alert">input set {e.input_set} raised: {_e(e.error)}</p>')
         if rep.compiles:
+            guards = guards_per_compile(rep.stages, rep.compiles)  # the summary's definition, per compile
             rows = "".join(
                 f"<tr><td>{_e(c.compile_id)}<td>{_e(c.function)}<td>{_e(c.file.rsplit('/', 1)[-1])}:{c.line}"
                 f"<td class=num>{c.entire_frame_compile_time_s:.3f}<td class=num>{c.backend_compile_time_s:.3f}"
-                f"<td class=num>{c.inductor_compile_time_s:.3f}<td class=num>{c.guard_count}"
+                f"<td class=num>{c.inductor_compile_time_s:.3f}<td class=num>{guards.get(c.compile_id, 0)}"
                 f"<td class=num>{c.graph_op_count}<td>{_e(c.aot_autograd_cache)}<td>{_e(c.fail_reason or c.fail_type)}"
                 for c in rep.compiles)
             parts.append(_fold(f"compiles · {len(rep.compiles)}", "<table><thead><tr><th>compile id<th>function"

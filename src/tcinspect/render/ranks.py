@@ -29,7 +29,8 @@ def ranks_table(rep: Report) -> Table:
     # the DDP column only where DDPOptimizer split a graph
     columns = [(k, label) for k, label in _COLUMNS if k != "ddp_buckets" or any(v[k] for _, v in rows)]
     usual = {key: Counter(v[key] for _, v in rows).most_common(1)[0][0] for key, _ in columns} if rows else {}
-    t = Table(title=f"Ranks · {len(rows)} (torchrun)", title_justify="left", header_style="bold")
+    source = "TORCH_TRACE logs" if rep.target.kind == "torch_trace" else "torchrun"
+    t = Table(title=f"Ranks · {len(rows)} ({source})", title_justify="left", header_style="bold")
     t.add_column("rank", justify="right")
     t.add_column("status")
     for _, label in columns:
@@ -47,12 +48,16 @@ def ranks_table(rep: Report) -> Table:
 def divergence(rep: Report) -> RenderableType:
     """Where ranks differ, first compile first; or a line saying they agree."""
     divs = distributed.divergences(rep.ranks)
+    if not divs and any(r.status != OK for r in rep.ranks):
+        # ranks that all failed alike agree on nothing worth saying: their error is the answer
+        ended = ", ".join(f"rank {r.rank} {r.status}" for r in rep.ranks if r.status != OK)
+        return Text(f"Divergence: not judged — not every rank finished ({ended}); see the error", style="bold yellow")
     if not divs:
         return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
                     "recompiles, kernels and DDP splits", style="bold green")
     first = distributed.first_compile(divs)
     head = Text("Divergence: ", style="bold red")
-    ended = any(not d.compile_id for d in divs)
+    ended = any(d.aspect == "status" for d in divs)
     if first:
         aspects = ", ".join(d.aspect for d in divs if d.compile_id == first)
         head.append(("ranks ended differently, and " if ended else "ranks ") +

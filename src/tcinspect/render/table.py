@@ -32,12 +32,13 @@ def _status(status: str, error: str = "") -> Text:
 
 def header(rep: Report) -> Text:
     t = rep.target
-    what = {"model": f"{t.path} (model `{t.model_name}`)", "script": f"{t.path} (script)"}.get(t.kind, t.model_name or "callable")
+    what = {"model": f"{t.path} (model `{t.model_name}`)", "script": f"{t.path} (script)",
+            "torch_trace": f"{t.path} (TORCH_TRACE)"}.get(t.kind, t.model_name or "callable")
     line = Text()
     line.append("tcinspect ", style="bold")
     line.append(what, style="bold cyan")
     opts = rep.options
-    extras = [f"backend={opts.backend}"] + ([f"mode={opts.mode}"] if opts.mode else []) + \
+    extras = [f"backend={opts.backend or '?'}"] + ([f"mode={opts.mode}"] if opts.mode else []) + \
         (["fullgraph"] if opts.fullgraph else []) + ([f"dynamic={opts.dynamic}"] if opts.dynamic else [])
     line.append(f"  torch {rep.torch_version} · {rep.device} · {' '.join(extras)}", style="dim")
     return line
@@ -85,6 +86,12 @@ def parse_warning(rep: Report) -> str:
     if rep.parse.artifacts_not_understood:
         names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.artifacts_not_understood)
         said.append(f"artifacts that could not be read ({names}): the kernels they describe are marked inferred")
+    if rep.parse.payload_mismatches:
+        said.append(f"{rep.parse.payload_mismatches} payloads do not match their md5 (has_payload)")
+    if rep.parse.truncated_payloads:
+        said.append(f"{rep.parse.truncated_payloads} payload cut short (the log ends inside it)")
+    if rep.parse.files_ignored:
+        said.append(f"{rep.parse.files_ignored} files that are not rank logs skipped")
     return "parse: " + "; ".join(said)
 
 
@@ -196,7 +203,18 @@ def guards(rep: Report, all_kinds: bool = False) -> RenderableType:
         if len(shown) < len(g.guards):
             parts.append(Text(f"  + {len(g.guards) - len(shown)} type / identity / attribute guards (all are in YAML/JSON)",
                               style="dim"))
+    parts.extend(_guards_without_graph(rep))
     return Group(*parts)
+
+
+def _guards_without_graph(rep: Report) -> list[RenderableType]:
+    from tcinspect.views import guards_without_graph
+
+    without = guards_without_graph(rep)
+    if not without:
+        return []
+    listed = ", ".join(f"{cid}: {n}" for cid, n in without.items())
+    return [Text(f"  + {sum(without.values())} guards of compiles that made no graph ({listed})", style="dim")]
 
 
 def breaks_table(items: Iterable[GraphBreak], title: str = "Graph breaks") -> Table:
@@ -255,7 +273,8 @@ def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, l
     """Kernels in launch order; line numbers first so they survive a narrow terminal."""
     t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("#", justify="right", style="dim")
-    t.add_column("lines", overflow="fold")
+    widest = max((len(compact_lines(k.user_lines)) for k in kernels), default=0)
+    t.add_column("lines", overflow="fold", min_width=min(widest, 30) or None)
     t.add_column("kernel", style="cyan", overflow="fold")
     t.add_column("kind")
     t.add_column("module", style="dim", overflow="fold")

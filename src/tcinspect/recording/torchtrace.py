@@ -1,0 +1,372 @@
+"""PyTorch's own TORCH_TRACE logs -> events, streamed. No torch import: a log reads anywhere.
+
+``TORCH_TRACE=/dir`` makes torch write one ``dedicated_log_torch_trace_[rank_N_]XXXX.log`` per process
+(torch/_logging/_internal.py, LazyTraceHandler and TorchLogsFormatter): each record is a glog line
+``V1123 07:01:04.270000 5375 torch/_inductor/compile_fx.py:1624] {json metadata}``, then its payload,
+if any, as lines each starting with a tab; ``has_payload`` is the md5 of the payload text (the lines
+without their tab, joined by newlines). ``{"str": [text, index]}`` records intern the file names that
+``dynamo_start`` stacks name by index. tlparse (github.com/pytorch/tlparse) reads the same format.
+
+The file is read in blocks and never held whole: one record at a time (the longest payload is the
+most held at once), and only the payloads the report is built from are decoded.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator, Optional, Union, cast
+
+from tcinspect.errors import TraceLogError
+from tcinspect.recording import events as ev_mod
+from tcinspect.recording.events import Event
+from tcinspect.report import EventCount, Options, ParseHealth, Report, Target
+
+#: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX), and a rank's ("rank_N_" when a
+#: process group was up when the process first logged).
+LOG_PREFIX = "dedicated_log_torch_trace_"
+RANK_LOG = re.compile(r"dedicated_log_torch_trace_rank_(?P<rank>\d+)_[^/]*\.log(\.gz)?")
+#: the glog prefix: level, date, time, pid, file:line], then torch's optional " [trace id]" and
+#: " [__artifact]" (a "[rankN]:" before it in logs of other handlers)
+_GLOG = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^\]\n]*:\d+\](?: \[[^\]\n]*\])* ")
+#: a record ends at a newline not followed by a tab (a payload line)
+_RECORD_END = re.compile(rb"\n(?!\t)")
+_BLOCK = 1 << 20
+#: events whose payload the report reads; every other payload is checked (md5) but never decoded
+_WITH_PAYLOAD = ev_mod.PARSED | {ev_mod.CHROMIUM_EVENT, ev_mod.BACKEND_INPUTS_ARTIFACT, ev_mod.PASS_ARTIFACT,
+                                 ev_mod.PROVENANCE_ARTIFACT}
+_CACHE_EVENT = re.compile(r"(fx_graph|aotautograd)_cache_\w+")
+#: a CUDA tensor in a guard (its dispatch keys) or in Inductor's wrapper (its device, its stream)
+_CUDA = re.compile(r"DispatchKeySet\(CUDA|device\(type='cuda'|device='cuda|get_raw_stream")
+
+
+@dataclass
+class LogHealth:
+    """What reading one log met besides records: counted, never raised (Report.parse)."""
+
+    records: int = 0
+    lines_not_understood: int = 0
+    payload_mismatches: int = 0
+    truncated_payloads: int = 0
+    bytes_read: int = 0
+    #: the file does not end with a newline: its last record was cut short
+    cut_short: bool = False
+
+
+def is_log(path: Union[str, Path]) -> bool:
+    """Whether ``path`` is a TORCH_TRACE log: torch's file name, or a first line in its format (.gz too)."""
+    p = Path(path)
+    if p.name.startswith(LOG_PREFIX):
+        return True
+    try:
+        with _open(p) as fh:
+            head = fh.read(256)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
+    m = _GLOG.match(head)
+    return m is not None and head[m.end():m.end() + 1] == b"{"
+
+
+def _open(path: Path) -> IO[bytes]:
+    with open(path, "rb") as probe:
+        gz = probe.read(2) == b"\x1f\x8b"
+    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+
+def _records(fh: IO[bytes], health: LogHealth) -> Iterator[tuple[bytes, bool]]:
+    """Each record's bytes (header line and payload lines) and whether it is the file's last."""
+    buf, p, scan = b"", 0, 0
+    eof = False
+    while True:
+        m = _RECORD_END.search(buf, scan)
+        # a newline at the very end of the block may yet be followed by a payload line
+        if m is not None and (m.end() < len(buf) or eof):
+            if m.start() > p:
+                yield buf[p:m.start()], False
+            p = scan = m.end()
+            continue
+        if eof:
+            if p < len(buf):
+                yield buf[p:], True
+            return
+        block = fh.read(_BLOCK)
+        health.bytes_read += len(block)
+        if not block:
+            eof = True
+            health.cut_short = not buf.endswith(b"\n")
+            continue
+        buf, scan = buf[p:] + block, max(len(buf) - p - 1, 0)
+        p = 0
+
+
+def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth) -> Optional[Event]:
+    nl = record.find(b"\n")
+    head = record if nl < 0 else record[:nl]
+    m = _GLOG.match(head)
+    try:
+        meta = json.loads(head[m.end():]) if m is not None else None
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict):
+        health.lines_not_understood += 1
+        return None
+    health.records += 1
+    name = ev_mod.event_name(meta)
+    # the payload without each line's tab: record[nl + 1] is the first line's
+    payload = record[nl + 2:].replace(b"\n\t", b"\n") if nl >= 0 else None
+    expected = meta.get("has_payload")
+    if isinstance(expected, str):
+        if payload is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected:
+            if payload is None or (last and health.cut_short):
+                health.truncated_payloads += 1
+            else:
+                health.payload_mismatches += 1
+    if name == "str":
+        value = meta.get("str")
+        if isinstance(value, list) and len(value) == 2 and isinstance(value[1], int):
+            strings[value[1]] = str(value[0])
+        return None
+    if name in ev_mod.IGNORED:
+        return None
+    keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
+    text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
+    if name == "dynamo_start" and strings:
+        _name_files(meta.get("dynamo_start"), strings)
+    try:
+        return ev_mod.from_record(meta, text)
+    except (TypeError, ValueError, AttributeError):  # a record of the right shape with values of the wrong types
+        health.lines_not_understood += 1
+        return None
+
+
+def _name_files(start: object, strings: dict[int, str]) -> None:
+    """dynamo_start's stack frames with interned file indices replaced by the file names."""
+    stack = start.get("stack") if isinstance(start, dict) else None
+    for frame in stack if isinstance(stack, list) else ():
+        if isinstance(frame, dict) and isinstance(frame.get("filename"), int):
+            frame["filename"] = strings.get(frame["filename"], frame["filename"])
+
+
+def iter_events(path: Union[str, Path], health: LogHealth) -> Iterator[Event]:
+    """The events of one log, in order, as it is read; what was not understood is counted in ``health``."""
+    strings: dict[int, str] = {}
+    with _open(Path(path)) as fh:
+        for record, last in _records(fh, health):
+            ev = _event(record, last, strings, health)
+            if ev is not None:
+                yield ev
+
+
+def read_log(path: Union[str, Path]) -> tuple[list[Event], LogHealth]:
+    """Every event of one log, and what reading it met."""
+    health = LogHealth()
+    try:
+        return list(iter_events(path, health)), health
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise TraceLogError(f"cannot read {path}: {exc}", "give the log as torch wrote it (or gzip'd whole)") from None
+
+
+def torch_version_of(events: list[Event]) -> str:
+    """The torch version a log states (compilation_metrics' ``pytorch_version``), or ''."""
+    for ev in events:
+        if ev.name == "compilation_metrics" and isinstance(ev.meta.get("pytorch_version"), str):
+            return str(ev.meta["pytorch_version"])
+    return ""
+
+
+def device_of(events: list[Event]) -> str:
+    """cuda when the guards or generated code name a CUDA tensor; cpu when there are any; else ''."""
+    seen = False
+    for ev in events:
+        if ev.name in ("dynamo_cpp_guards_str", "inductor_output_code"):
+            seen = True
+            if _CUDA.search(ev.payload):
+                return "cuda"
+    return "cpu" if seen else ""
+
+
+def backend_of(events: list[Event]) -> str:
+    """inductor when Inductor left output code or a cache look-up; '' (not stated in a log) otherwise."""
+    for ev in events:
+        if ev.name == "inductor_output_code" or ev.name.startswith("fx_graph_cache_"):
+            return "inductor"
+    return ""
+
+
+@dataclass(frozen=True)
+class RankLogs:
+    """A directory's logs: rank -> file, and the files that are not (or not the chosen) rank logs."""
+
+    ranks: dict[int, Path]
+    ignored: tuple[Path, ...]
+
+
+def rank_logs(directory: Union[str, Path]) -> RankLogs:
+    """The rank logs in ``directory``: ``dedicated_log_torch_trace_rank_N_*.log[.gz]``, or a single log
+    without a rank (a job without a process group) as rank 0. A rank with several logs (the job was
+    restarted into the same directory) is read from its newest; the others are ignored."""
+    files = sorted(p for p in Path(directory).iterdir() if p.is_file())
+    by_rank: dict[int, list[Path]] = {}
+    plain, ignored = [], []
+    for p in files:
+        m = RANK_LOG.fullmatch(p.name)
+        if m is not None:
+            by_rank.setdefault(int(m["rank"]), []).append(p)
+        elif p.name.startswith(LOG_PREFIX):
+            plain.append(p)
+        else:
+            ignored.append(p)
+    if not by_rank and len(plain) == 1:
+        by_rank[0] = plain
+    else:
+        ignored.extend(plain)
+    ranks = {}
+    for rank, paths in sorted(by_rank.items()):
+        paths.sort(key=lambda q: os.stat(q).st_mtime)
+        ranks[rank] = paths[-1]
+        ignored.extend(paths[:-1])
+    return RankLogs(ranks, tuple(sorted(ignored)))
+
+
+# ----------------------------------------------------------------------------- logs -> reports
+
+
+def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 0,
+               as_rank: bool = False) -> tuple[Report, tuple]:
+    """One log's report (the same function a live capture's events go through) and its DDP splits.
+
+    A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
+    from tcinspect.recording import ddp, provenance
+    from tcinspect.recording.fromevents import report_from_events
+
+    start = time.perf_counter()
+    events, health = read_log(path)
+    read_s = time.perf_counter() - start
+    if not health.records and not as_rank:
+        raise TraceLogError(f"{path} holds no TORCH_TRACE record"
+                            + (f" ({health.lines_not_understood} lines not understood)" if health.lines_not_understood else ""),
+                            "give a dedicated_log_torch_trace_*.log file as torch wrote it")
+    device = device_of(events)
+    parse = ev_mod.parse_health(events, lines_not_understood=health.lines_not_understood,
+                                unreadable=provenance.unreadable(events), payload_mismatches=health.payload_mismatches,
+                                truncated_payloads=health.truncated_payloads, files_ignored=files_ignored)
+    rep = report_from_events(
+        events, target=Target(kind=TARGET_KIND, path=shown_as or str(path)),
+        options=Options(backend=backend_of(events), device=device), device=device,
+        torch_version=torch_version_of(events), parse=parse, timings=(("read_s", round(read_s, 4)),))
+    return rep, ddp.splits(events)
+
+
+#: Report.target.kind of a report read from TORCH_TRACE logs
+TARGET_KIND = "torch_trace"
+
+
+def _rank_entry(args: tuple[int, str]) -> tuple[int, Union[Report, TraceLogError], tuple]:
+    """One rank's report, or why its log cannot be read (the other ranks are still read)."""
+    rank, path = args
+    try:
+        rep, splits = log_report(path, as_rank=True)
+    except TraceLogError as exc:
+        return rank, exc, ()
+    return rank, rep, splits
+
+
+def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
+    """The report of a TORCH_TRACE log file, or of a directory of rank logs merged with their divergence.
+
+    Args:
+        path: a log (``.gz`` too) or a directory of ``dedicated_log_torch_trace_rank_N_*.log`` files.
+        rank: read only this rank of a directory.
+        jobs: processes that read ranks in parallel (default: one per core).
+    """
+    p = Path(path)
+    if not p.is_dir():
+        named = RANK_LOG.fullmatch(p.name)
+        if rank is not None and named is not None and int(named["rank"]) != rank:
+            raise TraceLogError(f"{p} is rank {named['rank']}'s log, not rank {rank}'s",
+                                "give the directory of rank logs with --rank, or leave out --rank")
+        return log_report(p, str(path))[0]
+    found = rank_logs(p)
+    if not found.ranks:
+        raise TraceLogError(f"{p} holds no TORCH_TRACE log (no {LOG_PREFIX}*.log file)",
+                            "give the directory TORCH_TRACE named, or one log file in it")
+    ignored = len(found.ignored)
+    if rank is not None:
+        if rank not in found.ranks:
+            raise TraceLogError(f"{p} holds no log of rank {rank} (ranks {_ranks(found.ranks)})",
+                                "pick one of those ranks with --rank")
+        return log_report(found.ranks[rank], str(path), ignored)[0]
+    entries = [(r, str(f)) for r, f in found.ranks.items()]
+    if len(entries) == 1:
+        return log_report(entries[0][1], str(path), ignored)[0]
+    results = _map(entries, jobs)
+    return _merged(results, str(path), ignored)
+
+
+def _ranks(ranks: dict[int, Path]) -> str:
+    from tcinspect.distributed import ranks_text
+
+    return ranks_text(list(ranks)).split(" ", 1)[1]
+
+
+def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int, Union[Report, TraceLogError], tuple]]:
+    """Each rank's report, read in parallel by a pool of processes (in rank order)."""
+    workers = min(len(entries), jobs or os.cpu_count() or 1)
+    if workers <= 1:
+        return [_rank_entry(e) for e in entries]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
+        return [_rank_entry(e) for e in entries]
+    with pool:
+        return list(pool.map(_rank_entry, entries, chunksize=1))
+
+
+def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], shown_as: str, ignored: int) -> Report:
+    """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
+    ranks (one whose log cannot be read has status ``error``)."""
+    from tcinspect import distributed
+    from tcinspect.report import OK, RankReport
+
+    ranks = [RankReport(rank=r, status="error", error=rep.one_line()) if isinstance(rep, TraceLogError) else
+             RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
+                        stages=rep.stages, compiles=rep.compiles, ddp_splits=splits, compile_time=rep.compile_time)
+             for r, rep, splits in results]
+    read = [(r, rep, splits) for r, rep, splits in results if isinstance(rep, Report)]
+    if not read:
+        raise cast(TraceLogError, results[0][1])
+    base = read[0][1]
+    unknown: dict[str, int] = {}
+    artifacts: dict[str, int] = {}
+    counts = [0, 0, 0]
+    for _, rep, _ in read:
+        if rep.parse is None:
+            continue
+        for e in rep.parse.unknown_events:
+            unknown[e.name] = unknown.get(e.name, 0) + e.count
+        for e in rep.parse.artifacts_not_understood:
+            artifacts[e.name] = artifacts.get(e.name, 0) + e.count
+        counts[0] += rep.parse.lines_not_understood
+        counts[1] += rep.parse.payload_mismatches
+        counts[2] += rep.parse.truncated_payloads
+    parse = None
+    if unknown or artifacts or any(counts) or ignored:
+        parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
+                            artifacts_not_understood=tuple(EventCount(n, c) for n, c in artifacts.items()),
+                            payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=ignored)
+    read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in read)
+    base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
+                        timings=(("read_s", round(read_s, 4)),))
+    return distributed.merge(base, ranks)

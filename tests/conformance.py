@@ -1,0 +1,166 @@
+"""The conformance harness: each model through tcinspect and through torch's own ground truth, in one process.
+
+A ``Case`` holds the tcinspect report of a model and ``Truth``, what torch itself says about the
+same compile, taken in the same process just before:
+
+- ``graphs``: how many graphs Dynamo handed to the backend (a counting backend around aot_eager or
+  Inductor), and Dynamo's own ``counters["stats"]["unique_graphs"]``;
+- ``graph_break_counter``: ``counters["graph_break"]`` after the run (message -> count);
+- ``explain_break_sites``: the user frame of every break ``torch._dynamo.explain`` reports;
+- ``recompiles``: compile ids of ``get_compilation_metrics()`` that recompiled a frame (``a/b``, b > 0);
+- ``kernels`` / ``output_code``: for Inductor cases, what ``run_and_get_code`` returns.
+
+Session fixtures in conftest.py build one Case per model; tests (and later checks, such as per-kernel
+provenance on the Inductor cases) read them.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+MODELS = Path(__file__).resolve().parent / "conformance_models"
+
+
+@dataclass
+class Truth:
+    """What torch says about one compile of the model (same inputs, same process)."""
+
+    graphs: int
+    unique_graphs: int
+    graph_break_counter: dict[str, int]
+    explain_break_sites: set[tuple[str, int]]
+    recompiles: list[str]
+    kernels: Optional[list[str]] = None
+    output_code: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Case:
+    name: str
+    report: Any  # tcinspect.report.Report
+    truth: Truth
+    model: Any = None
+    inputs: tuple = ()
+
+
+@contextmanager
+def on_path(directory: Path) -> Iterator[None]:
+    sys.path.insert(0, str(directory))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(directory))
+
+
+def load_model_file(path: Path) -> tuple[Any, tuple, list]:
+    """A model file's model, example_inputs and input_sets, imported as Python would."""
+    with on_path(path.parent):
+        ns = runpy.run_path(str(path))
+    return ns["model"], tuple(ns["example_inputs"]), list(ns.get("input_sets", []))
+
+
+def _reset() -> None:
+    import torch._dynamo
+    from torch._dynamo.utils import clear_compilation_metrics, counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    clear_compilation_metrics()
+
+
+def _step(fn: Callable[..., Any], inputs: tuple, backward: bool) -> Any:
+    from tcinspect.recording.outputs import scalar_loss
+
+    out = fn(*inputs)
+    loss = scalar_loss(out) if backward else None
+    if loss is not None:
+        loss.backward()
+    return out
+
+
+def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = "aot_eager",
+                 backward: bool = True) -> Truth:
+    """Compile a model with a counting backend and ask torch's own records what happened.
+
+    ``make`` builds the model and its inputs afresh (same seed) for each run: a model may change
+    its own state while it runs (Switch Transformers' router does), so no run may see another's.
+    """
+    import torch
+    from torch._dynamo.utils import counters, get_compilation_metrics
+
+    model, inputs, input_sets = make()
+
+    handed = [0]
+    inner = torch._dynamo.lookup_backend(backend)
+
+    def counting(gm: Any, example_inputs: Any) -> Any:
+        handed[0] += 1
+        return inner(gm, example_inputs)
+
+    kernels: Optional[list[str]] = None
+    code: list[str] = []
+    _reset()
+    try:
+        compiled = torch.compile(model, backend=counting)
+
+        def run_all() -> None:
+            for args in (inputs, *input_sets):
+                _step(compiled, args, backward)
+
+        if backend == "inductor":
+            from torch._inductor.utils import run_and_get_code
+
+            from conftest import launched
+
+            _, code = run_and_get_code(run_all)
+            kernels = [name for c in code for name in launched(c)]
+        else:
+            run_all()
+        unique = int(counters["stats"]["unique_graphs"])
+        breaks = dict(counters["graph_break"])
+        recompiles = [m.compile_id for m in get_compilation_metrics()
+                      if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0]
+    finally:
+        _reset()
+    model, inputs, _ = make()
+    try:
+        explained = torch._dynamo.explain(model)(*inputs)
+        sites = {(os.path.basename(r.user_stack[-1].filename), r.user_stack[-1].lineno)
+                 for r in explained.break_reasons if r.user_stack}
+    finally:
+        _reset()
+    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code))
+
+
+def script_truth(path: Path) -> Truth:
+    """Run a script as __main__ (its own torch.compile calls) and read Dynamo's counters."""
+    from torch._dynamo.utils import counters, get_compilation_metrics
+
+    _reset()
+    old_argv = list(sys.argv)
+    try:
+        sys.argv = [str(path)]
+        with on_path(path.parent):
+            runpy.run_path(str(path), run_name="__main__")
+        unique = int(counters["stats"]["unique_graphs"])
+        return Truth(unique, unique, dict(counters["graph_break"]), set(),
+                     [m.compile_id for m in get_compilation_metrics()
+                      if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0])
+    finally:
+        sys.argv = old_argv
+        _reset()
+
+
+def break_type_counts(counter: dict[str, int]) -> Counter:
+    """``counters["graph_break"]`` by break type: each message's first line is the registry's type."""
+    out: Counter = Counter()
+    for message, n in counter.items():
+        out[message.splitlines()[0].strip()] += n
+    return out

@@ -1,0 +1,74 @@
+"""Hugging Face architectures with tiny random configs (no downloads): (model, example inputs) builders.
+
+Each is small enough to compile in seconds on a CPU: 1-2 layers, hidden size 32-64, a vocabulary
+of 128-256 and sequences of 8-16 tokens. Dropout is off (eval mode) so eager and compiled agree.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _ids(vocab: int, batch: int = 2, seq: int = 16) -> torch.Tensor:
+    return torch.randint(0, vocab, (batch, seq), generator=torch.Generator().manual_seed(0))
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=256, n_positions=64, bos_token_id=0, eos_token_id=0)
+    return GPT2LMHeadModel(cfg).eval(), (_ids(256),)
+
+
+def gpt2_wide():
+    """GPT-2 with a 1,000-token vocabulary and 128-wide embeddings, 64-token sequences: large enough
+    that Inductor's float32 gradients differ from eager's beyond torch.testing's default tolerances."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=2, n_embd=128, n_head=2, vocab_size=1000, n_positions=128, bos_token_id=0,
+                     eos_token_id=0)
+    return GPT2LMHeadModel(cfg).eval(), (_ids(1000, batch=4, seq=64),)
+
+
+def bert():
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    cfg = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128,
+                     vocab_size=256, max_position_embeddings=64)
+    return BertModel(cfg).eval(), (_ids(256),)
+
+
+def longformer():
+    from transformers import LongformerConfig, LongformerModel
+
+    torch.manual_seed(0)
+    cfg = LongformerConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                           vocab_size=128, attention_window=[4], max_position_embeddings=64, pad_token_id=1)
+    return LongformerModel(cfg).eval(), (_ids(128, seq=8),)
+
+
+def switch_transformers():
+    from transformers import SwitchTransformersConfig, SwitchTransformersModel
+
+    torch.manual_seed(0)
+    cfg = SwitchTransformersConfig(num_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, d_kv=16, num_heads=2,
+                                   num_experts=2, expert_capacity=8, vocab_size=128, decoder_sparse_step=1,
+                                   encoder_sparse_step=1)
+    model = SwitchTransformersModel(cfg).eval()
+    return model, (_ids(128, seq=8), None, _ids(128, seq=4))
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                      intermediate_size=64, vocab_size=128, max_position_embeddings=64)
+    return LlamaForCausalLM(cfg).eval(), (_ids(128),)
+
+
+BUILDERS = {"gpt2": gpt2, "bert": bert, "longformer": longformer, "switch_transformers": switch_transformers,
+            "llama": llama}
