@@ -20,6 +20,14 @@ def _private_report_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "tcinspect-cache"))
 
 
+@pytest.fixture(autouse=True)
+def _compile_in_process(monkeypatch):
+    """The CLI compiles in a child process by default; here torch is already imported, and a child would
+    import it again (3-4 s a test). tests/test_corpus.py's crash rows and tests/test_misuse.py test the
+    default by removing this."""
+    monkeypatch.setenv("TCINSPECT_IN_PROCESS", "1")
+
+
 @pytest.fixture(scope="session")
 def inductor_cache(tmp_path_factory):
     """One Inductor cache for the whole session: the second compile of a model is warm."""

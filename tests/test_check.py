@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from conftest import MODELS, SAMPLES, cli
-from tcinspect import serialize
+from tcinspect import outfile, serialize
 from tcinspect.assertions import assert_compiles
 
 CHECK = ["--backend", "eager"]  # breaks, graphs and recompiles need Dynamo only: fast tests
@@ -118,7 +118,7 @@ def test_bad_baselines_are_exit_2_never_green(capsys, project):
 def test_update_is_atomic(capsys, project, monkeypatch):
     lock = project / "lock.yaml"
     lock.write_text("keep me\n")
-    monkeypatch.setattr(serialize.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(outfile.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     code, _, err = cli(capsys, "check", "model.py", "--baseline", str(lock), "--update", *CHECK)
     assert code == 2 and "cannot write baseline" in err and "disk full" in err
     assert lock.read_text() == "keep me\n"

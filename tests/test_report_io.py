@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from tcinspect import serialize
+from tcinspect import outfile, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.report import (
     SCHEMA_VERSION, AotGraphs, AotStage, DynamoGraph, DynamoStage, Graph, GraphBreak, Guard, InductorStage, Kernel,
@@ -108,7 +108,7 @@ def test_write_atomic_leaves_no_partial_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(serialize.os, "replace", boom)
+    monkeypatch.setattr(outfile.os, "replace", boom)
     with pytest.raises(OSError):
         serialize.write_atomic(target, "new\n")
     assert target.read_text() == "old\n"

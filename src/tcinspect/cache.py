@@ -23,8 +23,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional, Sequence
 
-from tcinspect import __version__, serialize
-from tcinspect.errors import ReportFormatError
+from tcinspect import __version__, outfile, serialize
+from tcinspect.errors import ReportFormatError, TcinspectError
 from tcinspect.report import SCHEMA_VERSION, Options, Report, Stages
 
 #: The key beside the report in a cache entry: {absolute path: fingerprint} of every traced file.
@@ -214,20 +214,23 @@ def store(model_path: Path, k: str, rep: Report) -> Optional[Path]:
     except OSError as exc:
         log.warning("could not save the report in the cache %s: %s", cache_dir(), exc.strerror or exc)
         return None
+    except TcinspectError as exc:  # e.g. an entry's name taken by a directory: never replaced
+        log.warning("could not save the report in the cache %s: %s", cache_dir(), exc.cause)
+        return None
 
 
 def _store(model_path: Path, k: str, rep: Report) -> Path:
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     ignore = d / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# created by tcinspect: a cache of reports\n*\n", encoding="utf-8")
+    if not os.path.lexists(ignore):
+        outfile.write(ignore, "# created by tcinspect: a cache of reports\n*\n")
     p = _entry_path(model_path, k)
     data = serialize.to_dict(rep)
     data[SOURCES_KEY] = fingerprints(rep)
     # compact: an entry is read by tcinspect, not by people, and a 10,000-node report is written in
     # 0.1 s instead of 0.6 s
-    serialize.write_atomic(p, serialize.dump_data(data, "json", compact=True))
+    outfile.write(p, serialize.dump_data(data, "json", compact=True))
     siblings = sorted(d.glob(f"{_prefix(model_path)}-*.json"), key=lambda x: x.stat().st_mtime, reverse=True)
     for old in siblings[KEEP:]:
         try:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from tcinspect import __version__, serialize
+from tcinspect import __version__, interrupts, serialize
 from tcinspect.errors import (
     CaptureCrashedError,
     DeviceError,
@@ -217,12 +217,14 @@ def run_launcher(cmd: list[str], env: dict[str, str], directory: Path, nproc: in
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         timed_out = False
         try:
-            code = proc.wait(timeout=timeout)
+            with interrupts.cleanup(lambda: kill(proc, directory, nproc)):
+                code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             code = stop(proc, directory, nproc)
         except BaseException:  # Ctrl-C: the job is in another session, so it did not get the SIGINT
-            stop(proc, directory, nproc)
+            kill(proc, directory, nproc)  # at once: nobody waits for the ranks' stacks now
+            proc.wait()
             raise
         out.seek(0)
         return code, timed_out, out.read().decode("utf-8", errors="replace")
@@ -245,6 +247,17 @@ def stop(proc: subprocess.Popen, directory: Path, nproc: int) -> Optional[int]:
             continue
         _signal_group(pid, signal.SIGKILL)
     return code
+
+
+def kill(proc: subprocess.Popen, directory: Path, nproc: int) -> None:
+    """SIGKILL torchrun's process group and every rank's (each rank leads its own session)."""
+    _signal_group(proc.pid, signal.SIGKILL)
+    for rank in range(nproc):
+        try:
+            pid = int(RankFiles(directory, rank).pid.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        _signal_group(pid, signal.SIGKILL)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

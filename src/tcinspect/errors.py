@@ -17,8 +17,21 @@ class ExitCode(enum.IntEnum):
     STAGE_FAILED = 3
     #: The capture process crashed (e.g. a segfault) or ran past --timeout; stages recorded before are shown.
     CAPTURE_CRASHED = 4
+    #: Interrupted by SIGINT (Ctrl-C): 128 + 2, as shells report it; no output file was written.
+    INTERRUPTED = 130
+    #: Stopped by SIGTERM: 128 + 15; no output file was written.
+    TERMINATED = 143
     #: A bug in tcinspect itself (an unexpected exception, shown with its traceback).
     INTERNAL_ERROR = 70
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived (tcinspect.interrupts): a BaseException, so no ``except Exception`` in
+    torch or in the model swallows it, and Click does not turn it into "Aborted!" as it does KeyboardInterrupt."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class TcinspectError(Exception):

@@ -6,8 +6,6 @@ import dataclasses
 import gc
 import json
 import re
-import os
-import tempfile
 import typing
 import weakref
 from functools import lru_cache
@@ -120,11 +118,16 @@ def _build(tp: Any, value: Any, where: str) -> Any:
             raise _bad(where, "a mapping", value)
         hints = _hints(tp)
         kwargs = {}
+        names = set()
         for f in dataclasses.fields(tp):
+            names.add(f.name)
             if f.name in value:
                 kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            elif not _may_be_absent(tp, f):  # every other key is always written: its absence is damage
                 raise ReportFormatError(f"missing key '{where}.{f.name}'")
+        unknown = [k for k in value if k not in names]
+        if unknown:
+            raise ReportFormatError(f"unknown key '{where}.{unknown[0]}'")
         return tp(**kwargs)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -143,6 +146,27 @@ def _build(tp: Any, value: Any, where: str) -> Any:
             raise _bad(where, "a string", value)
         return value
     raise _bad(where, str(tp), value)
+
+
+#: Report sections written only when present (see to_dict); every other field is always written.
+OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings")
+#: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
+#: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
+ADDED_TO_SCHEMA_1 = frozenset({
+    "Kernel.provenance", "Kernel.provenance_key", "Kernel.dynamo_nodes", "Kernel.modules", "Kernel.frames",
+    "Options.try_mode", "KernelTiming.in_step_us", "KernelTiming.in_step_kernels", "KernelBench.step",
+    "RankReport.compile_time", "TensorCheck.fp64_rmse", "TensorCheck.eager_fp64_rmse", "Verification.reference",
+    # the parse section's later counts are written only when set (to_dict)
+    "ParseHealth.artifacts_not_understood", "ParseHealth.payload_mismatches", "ParseHealth.truncated_payloads",
+    "ParseHealth.files_ignored",
+})
+STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
+
+
+def _may_be_absent(tp: type, f: dataclasses.Field) -> bool:
+    # *_time_s keys are left out by --no-timings and read back as 0
+    return ((tp is model.Report and f.name in OPTIONAL_SECTIONS) or f"{tp.__name__}.{f.name}" in ADDED_TO_SCHEMA_1
+            or f.name.endswith("_time_s"))
 
 
 class _Mismatch(Exception):
@@ -224,7 +248,10 @@ def _make_builder(tp: Any) -> Any:
     hints = _hints(typing.cast(type, tp))
     env: dict[str, Any] = {"_Mismatch": _Mismatch, "_new": object.__new__, "_tp": tp, "dict": dict,
                            "str": str, "int": int, "bool": bool, "float": float}
-    body = ["def build(v):", "    if v.__class__ is not dict: raise _Mismatch", "    o = _new(_tp)", "    d = o.__dict__"]
+    env["_names"] = frozenset(f.name for f in dataclasses.fields(tp))
+    body = ["def build(v):", "    if v.__class__ is not dict: raise _Mismatch",
+            "    if not v.keys() <= _names: raise _Mismatch",  # an unknown key (``_build`` names it)
+            "    o = _new(_tp)", "    d = o.__dict__"]
     for i, f in enumerate(dataclasses.fields(tp)):
         name, hint = repr(f.name), hints[f.name]
         if f.default is not dataclasses.MISSING:
@@ -234,6 +261,8 @@ def _make_builder(tp: Any) -> Any:
             env[f"_d{i}"] = f.default_factory
             missing = f"d[{name}] = _d{i}()"
         else:
+            missing = "raise _Mismatch"
+        if not _may_be_absent(tp, f):  # always written: its absence is damage (``_build`` names it)
             missing = "raise _Mismatch"
         body.append(f"    if {name} in v:")
         body.append(f"        x = v[{name}]")
@@ -270,19 +299,95 @@ def from_dict(data: Any) -> model.Report:
             "re-run `tcinspect trace` on the model file to write a current report",
         )
     fields = dict(data)
+    summary = fields.get("summary")
+    if "timings" not in fields and isinstance(summary, dict) and "compile_time_s" in summary:
+        # only --no-timings leaves timings out, and it leaves out every *_time_s key with them
+        raise ReportFormatError("missing key 'report.timings'")
     timings = fields.pop("timings", {}) or {}
     if not isinstance(timings, dict):
-        raise _bad("timings", "a mapping", timings)
-    for derived in ("summary", "status", "divergence"):
-        fields.pop(derived, None)
+        raise _bad("report.timings", "a mapping", timings)
+    for k, v in timings.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _bad(f"report.timings.{k}", "a number", v)
+    derived = {k: fields.pop(k) for k in ("summary", "status", "divergence") if k in fields}
+    for k in ("summary", "status"):
+        if k not in derived:
+            raise ReportFormatError(f"missing key 'report.{k}'")
+    ranks = fields.get("ranks")
+    rank_summaries = []
+    if isinstance(ranks, list):  # each rank is written with its summary above its stages
+        fields["ranks"] = [dict(r) for r in ranks]
+        for i, r in enumerate(fields["ranks"]):
+            if isinstance(r, dict):
+                if "summary" not in r:
+                    raise ReportFormatError(f"missing key 'report.ranks[{i}].summary'")
+                rank_summaries.append((i, r.pop("summary")))
     # a report written with --no-timings has no *_time_s keys: they read back as 0
-    known = {f.name for f in dataclasses.fields(model.Report)}
-    fields = {k: v for k, v in fields.items() if k in known}
     try:
         rep = _builder(model.Report)(fields)
     except _Mismatch:
         rep = _build(model.Report, fields, "report")  # the same rules, with the bad key's name
-    return dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))
+    rep = dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))
+    _check_consistent(rep, derived, rank_summaries)
+    return rep
+
+
+def _check_consistent(rep: model.Report, derived: dict[str, Any], rank_summaries: list[tuple[int, Any]]) -> None:
+    """Refuse a report whose own parts disagree: its summary, status and cross-references."""
+    status = "ok" if rep.ok else "failed"
+    if derived["status"] != status:
+        raise ReportFormatError(f"'report.status' is {derived['status']!r} but the stages say {status!r}")
+    _same_summary("report.summary", derived["summary"], rep.summary)
+    for i, stored in rank_summaries:
+        _same_summary(f"report.ranks[{i}].summary", stored, rep.ranks[i].summary)
+    for name, stages in [("report.stages", rep.stages)] + [
+            (f"report.ranks[{i}].stages", r.stages) for i, r in enumerate(rep.ranks)]:
+        _check_stages(name, stages)
+    if rep.bench is not None:
+        outputs = {(o.compile_id, o.part): o for o in rep.stages.inductor.outputs}
+        for i, t in enumerate(rep.bench.kernels):
+            o = outputs.get((t.compile_id, t.part))
+            if o is None or t.index >= len(o.kernels) or o.kernels[t.index].name != t.name:
+                raise ReportFormatError(f"'report.bench.kernels[{i}]' names kernel {t.index} ({t.name}) of "
+                                        f"output {t.compile_id} {t.part}, which has no such kernel")
+
+
+def _check_stages(where: str, stages: model.Stages) -> None:
+    for part in ("dynamo", "aot_autograd", "inductor"):
+        status = getattr(stages, part).status
+        if status not in STAGE_STATUSES:
+            raise ReportFormatError(f"'{where}.{part}.status' is {status!r}, not one of {', '.join(STAGE_STATUSES)}")
+    for i, g in enumerate(stages.aot_autograd.graphs):
+        if g.forward is not None and g.forward.nodes:
+            nodes = {n.name for n in g.forward.nodes}
+            missing = [n for n in g.forward.saved_for_backward if n not in nodes]
+            if missing:
+                raise ReportFormatError(f"'{where}.aot_autograd.graphs[{i}].forward.saved_for_backward' names "
+                                        f"'{missing[0]}', which is not a node of that graph")
+    aot_ids = {g.compile_id for g in stages.aot_autograd.graphs}
+    for i, k in enumerate(stages.aot_autograd.user_kernels):
+        if k.compile_id not in aot_ids:
+            raise ReportFormatError(f"'{where}.aot_autograd.user_kernels[{i}].compile_id' is {k.compile_id!r}, "
+                                    "which has no AOT graphs")
+
+
+def _same_summary(where: str, stored: Any, actual: model.Summary) -> None:
+    if not isinstance(stored, dict):
+        raise _bad(where, "a mapping", stored)
+    for f in dataclasses.fields(model.Summary):
+        if f.name not in stored:
+            if f.name.endswith("_time_s"):
+                continue  # --no-timings
+            raise ReportFormatError(f"missing key '{where}.{f.name}'")
+        value, expected = stored[f.name], getattr(actual, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _bad(f"{where}.{f.name}", "a number", value)
+        if abs(value - expected) > (0.0015 if isinstance(expected, float) else 0):
+            raise ReportFormatError(f"'{where}.{f.name}' is {value} but the report holds {expected} "
+                                    "(edited or damaged?)")
+    unknown = [k for k in stored if k not in {f.name for f in dataclasses.fields(model.Summary)}]
+    if unknown:
+        raise ReportFormatError(f"unknown key '{where}.{unknown[0]}'")
 
 
 # ----------------------------------------------------------------------------- text
@@ -479,7 +584,8 @@ def _loads(text: str, name: str) -> model.Report:
     try:
         return from_dict(data)
     except ReportFormatError as exc:
-        raise ReportFormatError(f"{name}: {exc.cause}", exc.fix or "re-run `tcinspect trace ... -o FILE`") from None
+        raise ReportFormatError(f"{name}: {exc.cause}", exc.fix or "the file is truncated or was edited: re-run "
+                                "`tcinspect trace MODEL.py -o FILE` to write it again") from None
 
 
 def load(path: Union[str, Path]) -> model.Report:
@@ -497,24 +603,10 @@ def load(path: Union[str, Path]) -> model.Report:
 
 
 def write_atomic(path: Union[str, Path], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
-    p = Path(path)
-    directory = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        # mkstemp makes the file private (0600); a report gets the permissions any new file would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``text`` to ``path`` safely: see tcinspect.outfile.write (a rename for files, never half-written)."""
+    from tcinspect import outfile
+
+    outfile.write(path, text)
 
 
 def format_for_path(path: Union[str, Path]) -> str:

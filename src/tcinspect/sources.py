@@ -122,18 +122,23 @@ def _resolve(
     nproc: Optional[int] = None,
     launcher_args: Sequence[str] = (),
     as_script: Optional[bool] = None,
+    isolate: bool = False,
 ) -> Resolved:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
 
     ``also_accept`` lists other capture options whose cached reports answer too (a full
     Inductor trace answers `breaks`, which itself needs only Dynamo). ``nproc`` runs the file on
     that many ranks under torchrun (tcinspect.distributed); ``timeout`` then bounds the whole job.
+    ``isolate`` compiles in a child process even without ``timeout`` (a native crash is then a report).
     """
     if launcher_args and nproc is None:
         raise UsageError("--torchrun-arg passes options to torchrun, which only --nproc starts", "add --nproc N")
     if nproc is not None and (file is None or is_report_path(file)):
         raise UsageError("--nproc runs a model file on several ranks, so it needs a .py file",
                          "give the model file or script, e.g. tcinspect trace train.py --nproc 2")
+    if script_args and (file is None or is_report_path(file)):
+        raise UsageError(f"unexpected argument '{script_args[0]}': only a script takes arguments",
+                         "remove it (one FILE per command)")
     if file is None:
         entry = cache.latest()
         if entry is None:
@@ -151,6 +156,13 @@ def _resolve(
         modelfile.read(path, model_name, as_script)
         raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    if script_args:
+        from tcinspect.recording import modelfile
+
+        if not modelfile.read(path, model_name, as_script).is_script:
+            raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
+                             f"`{model_name}`), which takes no arguments",
+                             "remove it; only a script (a file without `model`) takes arguments after --")
     extra = (model_name, inputs_name, *script_args) + ({True: ("--script",), False: ("--model",)}.get(as_script, ()))
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
@@ -169,7 +181,7 @@ def _resolve(
         report = distributed.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
                                      inputs_name=inputs_name, options=options, fresh=fresh,
                                      script_args=script_args, quiet=quiet, timeout=timeout, as_script=as_script)
-    elif timeout is not None:
+    elif timeout is not None or isolate:
         from tcinspect.recording.isolate import capture_isolated  # the child imports torch, not us
 
         report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,

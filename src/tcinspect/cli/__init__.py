@@ -14,8 +14,9 @@ from typing import Optional, Sequence
 
 import typer
 
+from tcinspect import __version__, interrupts
 from tcinspect.cli.common import EXIT_CODES_HELP
-from tcinspect.errors import ExitCode, TcinspectError
+from tcinspect.errors import ExitCode, Interrupted, TcinspectError
 
 app = typer.Typer(
     name="tcinspect",
@@ -28,8 +29,15 @@ app = typer.Typer(
 
 
 
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"tcinspect {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(version: bool = typer.Option(False, "--version", help="Print tcinspect's version and exit.",
+                                       callback=_version, is_eager=True)) -> None:
     """Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile."""
 
 
@@ -52,19 +60,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     handler.setFormatter(logging.Formatter("tcinspect: warning: %(message)s"))
     logging.getLogger("tcinspect").addHandler(handler)
     try:
-        # standalone mode: Typer prints its own usage errors (exit 2) and ends with SystemExit
-        app(args=args, prog_name="tcinspect", standalone_mode=True)
-        return int(ExitCode.OK)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        with interrupts.handled():
+            try:
+                # standalone mode: Typer prints its own usage errors (exit 2) and ends with SystemExit
+                app(args=args, prog_name="tcinspect", standalone_mode=True)
+                code = int(ExitCode.OK)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            interrupts.check()  # a signal torch swallowed: the run did not end as it should
+            return code
     except TcinspectError as exc:
         if debug:
             traceback.print_exc()
         _say(f"tcinspect: error: {exc.one_line()}")
         return int(exc.exit_code)
-    except KeyboardInterrupt:
-        _say("tcinspect: interrupted")
-        return 130
+    except Interrupted as exc:
+        if debug:
+            traceback.print_exc()
+        _say(interrupts.line(exc.signum))
+        return interrupts.exit_code(exc.signum)
     except Exception:  # noqa: BLE001 - a bug in tcinspect: show it, never hide it
         traceback.print_exc()
         _say("tcinspect: internal error (the traceback above is a bug in tcinspect; please report it)")

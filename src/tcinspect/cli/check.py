@@ -109,10 +109,11 @@ def check(
     if update:
         _update(baseline_path, snapshots)
     if junit is not None:
-        from tcinspect.serialize import write_atomic
+        from tcinspect import interrupts, outfile
 
+        interrupts.check()
         try:
-            write_atomic(junit, render.junit(outcome))
+            outfile.write(junit, render.junit(outcome), option="--junit")
         except OSError as exc:
             raise UsageError(f"cannot write {junit}: {exc.strerror or exc}", "choose a writable path for --junit") from None
         c.note(f"wrote {junit}")
@@ -126,18 +127,18 @@ def check(
 
 def _update(path: Path, snapshots: dict) -> None:
     """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
-    from tcinspect import checks
-    from tcinspect.serialize import write_atomic
+    from tcinspect import checks, interrupts, outfile
 
+    interrupts.check()
     models = {}
-    if path.exists():
+    if path.is_file():
         try:
             models = checks.load_baseline(path)
         except Exception:  # noqa: BLE001 - a broken baseline is being replaced
             models = {}
     models.update(snapshots)
     try:
-        write_atomic(path, checks.dump_baseline(models))
+        outfile.write(path, checks.dump_baseline(models), option="--baseline")
     except OSError as exc:
         raise UsageError(f"cannot write baseline {path}: {exc.strerror or exc}",
                          "check the path; the old baseline was left as it was") from None

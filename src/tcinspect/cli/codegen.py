@@ -183,21 +183,27 @@ def _group(parts):
 
 def _save(rep: Report, directory: Path) -> int:
     """Each kernel as <compile>_<part>_<n>_<name>.py/.cpp and each wrapper as <compile>_<part>_wrapper.py."""
-    from tcinspect.serialize import write_atomic
+    from tcinspect import outfile
+
+    def write_atomic(path: Path, text: str) -> None:
+        outfile.write(path, text, option="--save")
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {directory}: {exc.strerror}", "choose a writable directory for --save") from None
     count = 0
-    for o in rep.stages.inductor.outputs:
-        stem = f"{o.compile_id.replace('/', '_')}_{o.part}"
-        write_atomic(directory / f"{stem}_wrapper.py", o.wrapper)
-        count += 1
-        for i, k in enumerate(o.kernels):
-            if not k.source:
-                continue
-            ext = "cpp" if k.language == "cpp" else "py"
-            write_atomic(directory / f"{stem}_{i:02d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', k.name)}.{ext}", k.source + "\n")
+    try:
+        for o in rep.stages.inductor.outputs:
+            stem = f"{o.compile_id.replace('/', '_')}_{o.part}"
+            write_atomic(directory / f"{stem}_wrapper.py", o.wrapper)
             count += 1
+            for i, k in enumerate(o.kernels):
+                if not k.source:
+                    continue
+                ext = "cpp" if k.language == "cpp" else "py"
+                write_atomic(directory / f"{stem}_{i:02d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', k.name)}.{ext}", k.source + "\n")
+                count += 1
+    except OSError as exc:
+        raise UsageError(f"cannot write in {directory}: {exc.strerror or exc}", "choose a writable directory for --save") from None
     return count

@@ -19,8 +19,12 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a check failed (check, verify mismatch, export failure, ranks diverged) · 2 bad input "
     "(usage, model file, inputs, saved report, a model that raises, a --backend/--pass target that fails) · 3 a "
     "compiler stage failed (the partial report is still shown) · 4 the capture (or a rank) crashed or ran past "
-    "--timeout · 70 internal error."
+    "--timeout · 70 internal error · 130 interrupted (SIGINT, Ctrl-C) · 143 stopped (SIGTERM); an interrupted run "
+    "writes no output file."
 )
+
+#: Set to 1 to compile in tcinspect's own process instead of a child (as --debug does).
+IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
 
 FileArg = Annotated[Optional[str], typer.Argument(
     help="A model file (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of rank logs, or "
@@ -28,7 +32,7 @@ FileArg = Annotated[Optional[str], typer.Argument(
 ScriptArgs = Annotated[Optional[List[str]], typer.Argument(
     help="Arguments after `--` become the script's sys.argv (script mode).", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.")]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json).",
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json; - for stdout).",
                                                    show_default=False)]
 ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", help="Name of the model object in the model file (default: model); forces model mode.",
@@ -92,8 +96,19 @@ def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward:
 def check_format(fmt: str, allowed: tuple[str, ...] = ("table", "yaml", "json")) -> str:
     fmt = fmt.lower()
     if fmt not in allowed:
-        raise UsageError(f"--format {fmt!r} is not one of {', '.join(allowed)}", f"pass --format {allowed[0]}")
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(allowed)}", f"pass --format {_nearest(fmt, allowed)}")
     return fmt
+
+
+def _nearest(word: str, allowed: Sequence[str]) -> str:
+    """The allowed word the user most likely meant (yml -> yaml); the first one when none is close."""
+    import difflib
+
+    aliases = {"yml": "yaml", "txt": "table", "text": "table", "htm": "html"}
+    if aliases.get(word) in allowed:
+        return aliases[word]
+    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.5)
+    return close[0] if close else allowed[0]
 
 
 @contextlib.contextmanager
@@ -124,7 +139,10 @@ def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs
     ``model`` None is the default name `model` with the mode decided by the file; a name given
     (``--model``) forces model mode and ``script`` (``--script``) script mode. A capture whose
     compiler stage failed is shown too (the stages that worked), then re-raised.
+    A model file compiles in a child process (a native crash is then a report, exit 4) unless --debug
+    or $TCINSPECT_IN_PROCESS asks for tcinspect's own process.
     """
+    from tcinspect import interrupts
     from tcinspect.errors import StageFailedError
     from tcinspect.sources import is_report_path, is_torch_trace, resolve
 
@@ -142,10 +160,13 @@ def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs
             resolved = resolve(file, opts, model_name=model or "model", inputs_name=inputs, as_script=as_script, fresh=fresh,
                                script_args=script_args or (), also_accept=also_accept, quiet=not debug,
                                timeout=timeout, nproc=nproc, launcher_args=launcher_args or (), rank=rank,
-                               strict=strict)
+                               strict=strict,
+                               isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
     except StageFailedError as exc:
+        interrupts.check()
         show(exc.report)
         raise
+    interrupts.check()  # torch may have swallowed the KeyboardInterrupt: nothing is shown then
     note(resolved.note)
     if resolved.warning:
         note(f"warning: {resolved.warning}")
@@ -182,17 +203,20 @@ def emit(report: Report, fmt: str, output: Optional[Path], table: Callable[[], R
 
 def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: Callable[[], RenderableType],
           pages: Mapping[str, Callable[[], str]] = {}) -> None:
-    from tcinspect import serialize
+    from tcinspect import interrupts, outfile, serialize
 
+    interrupts.check()
     if output is not None:
         suffix = output.suffix.lower().lstrip(".")
         file_fmt = fmt if fmt in serialize.FORMATS or fmt in pages else \
             suffix if suffix in pages else serialize.format_for_path(output)
         content = pages[file_fmt]() if file_fmt in pages else text(file_fmt)
         try:
-            serialize.write_atomic(output, content)
+            how = outfile.write(output, content)
         except OSError as exc:
-            raise UsageError(f"cannot write {output}: {exc.strerror}", "choose a writable path for -o") from None
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}", "choose a writable path for -o") from None
+        if how == "stdout":
+            return
         note(f"wrote {output} ({file_fmt})")
         if fmt != "table":
             return

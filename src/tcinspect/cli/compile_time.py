@@ -62,10 +62,11 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
     from tcinspect.render import ranks
 
     if perfetto is not None:
-        from tcinspect.serialize import write_atomic
+        from tcinspect import interrupts, outfile
 
+        interrupts.check()
         try:
-            write_atomic(perfetto, render.chrome_trace(rep))
+            outfile.write(perfetto, render.chrome_trace(rep), option="--perfetto")
         except OSError as exc:
             raise UsageError(f"cannot write {perfetto}: {exc.strerror or exc}", "choose a writable path for --perfetto") from None
         c.note(f"wrote {perfetto} (Chrome trace events: ui.perfetto.dev or chrome://tracing)")

@@ -32,6 +32,13 @@ def trace_handler(handler: logging.Handler) -> Iterator[None]:
     """Attach ``handler`` to the structured-trace logger for the duration; restore it after."""
     logger = logging.getLogger(TRACE_LOGGER_NAME)
     old_level = logger.level
+    # its records carry their data as attributes and an empty message; pytest (8+) attaches its log
+    # capture to every non-propagating logger, so a failing test would print ~180 empty "DEBUG
+    # torch.__trace" lines. Handlers the root logger also has (catch-alls like pytest's) are detached
+    # for the duration; TORCH_TRACE's own handler is the trace logger's alone and stays.
+    catch_alls = [h for h in logger.handlers if h in logging.getLogger().handlers]
+    for h in catch_alls:
+        logger.removeHandler(h)
     # first, not last: torch's LazyTraceHandler removes itself from trace_log.handlers while the
     # first record of a process is being handled (no TORCH_TRACE dir; torch/_logging/_internal.py,
     # 2.11-2.14), and logging's loop over that list then skips the handler after it
@@ -43,6 +50,8 @@ def trace_handler(handler: logging.Handler) -> Iterator[None]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
+        for h in catch_alls:
+            logger.addHandler(h)
 
 
 class _DropAll(logging.Filter):

@@ -264,6 +264,13 @@ class _Run:
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
             if not _compat.is_compiler_exception(exc):
+                if where is not None and modelfile.raised_at_def_line(exc, where):
+                    # Dynamo re-raises an error it met while tracing from the frame's entry (the `def`
+                    # line): run eagerly once to name the line that raised
+                    try:
+                        _no_exit(self.step, model, inputs)
+                    except Exception as eager_exc:  # noqa: BLE001
+                        exc = eager_exc
                 return self._model_error(exc, where, index)
             # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
             # first): only an error eager mode does not reproduce is a compiler failure.

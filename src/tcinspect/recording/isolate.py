@@ -1,5 +1,5 @@
-"""An isolated capture (--timeout): the compile runs in a child process, so a segfault or a hang
-becomes one clear error, and the stages recorded before it are still reported.
+"""An isolated capture (the CLI's default): the compile runs in a child process, so a segfault, an abort
+or a hang (--timeout) becomes one clear error, and the stages recorded before it are still reported.
 
 The parent never imports torch: it starts ``python -m tcinspect.recording.isolate REQUEST`` and
 reads back either the report, the child's own one-line error, or (on a crash or timeout) the
@@ -8,45 +8,57 @@ structured-trace events the child streamed to a file as they arrived.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import traceback
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from tcinspect import errors, serialize
+from tcinspect import errors, interrupts, serialize
 from tcinspect.report import Options, Report, Target, options_from_json
 
 
 def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: Options, fresh: bool,
-                     script_args: Sequence[str], quiet: bool, timeout: float,
+                     script_args: Sequence[str], quiet: bool, timeout: Optional[float],
                      as_script: Optional[bool] = None) -> Report:
-    """capture_file in a child process, stopped after ``timeout`` seconds."""
+    """capture_file in a child process, stopped after ``timeout`` seconds (None: no limit)."""
     with tempfile.TemporaryDirectory(prefix="tcinspect-child-") as tmp:
         t = Path(tmp)
         request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name,
                    "options": asdict(options), "fresh": fresh, "script_args": list(script_args), "quiet": quiet,
-                   "as_script": as_script, "result": str(t / "result.json")}
+                   "as_script": as_script, "result": str(t / "result.json"), "fault": str(t / "fault.txt")}
         (t / "request.json").write_text(json.dumps(request))
         env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
         with open(t / "output.txt", "w+b") as output:
+            # its own session: a Ctrl-C at the terminal reaches only us, and we end the child's whole
+            # process group (its compile workers and g++ included) on the way out
             proc = subprocess.Popen([sys.executable, "-m", "tcinspect.recording.isolate", str(t / "request.json")],
                                     env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-            try:
-                code = proc.wait(timeout=timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                code, timed_out = proc.wait(), True
+            with interrupts.cleanup(lambda: _kill_group(proc)):
+                try:
+                    code = proc.wait(timeout=timeout)
+                    timed_out = False
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc)
+                    code, timed_out = proc.wait(), True
+                except BaseException:  # an interrupt: the child must not compile on as an orphan
+                    _kill_group(proc)
+                    proc.wait()
+                    raise
             output.seek(0)
             _forward(output.read())
         result = t / "result.json"
         if result.exists() and not timed_out:
             data = json.loads(result.read_text(encoding="utf-8"))
+            if "internal" in data:
+                raise ChildInternalError(data["internal"])
             if "error" in data:
                 err = data["error"]
                 cls = getattr(errors, err["class"], errors.TcinspectError)
@@ -56,9 +68,31 @@ def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: 
             why = f"the capture ran past --timeout {timeout:g} s and was stopped"
             fix = "look for a hang or an endless loop in the model, or raise --timeout"
         else:
-            why = f"the capture process crashed ({_signal_name(code)})"
+            where = crash_site((t / "fault.txt").read_text(encoding="utf-8", errors="replace")
+                               if (t / "fault.txt").exists() else "", path)
+            why = f"the capture process crashed ({_signal_name(code)}){where}"
             fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
         raise errors.CaptureCrashedError(why, fix, partial_report(t / "events.jsonl", path, model_name, options, why))
+
+
+class ChildInternalError(Exception):
+    """A bug in tcinspect inside the capture process: its traceback, shown by the CLI as an internal error."""
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)', re.M)
+
+
+def crash_site(dump: str, path: Path) -> str:
+    """" in FUNCTION at FILE:LINE" for the innermost frame of the crashing thread in the user's file (else
+    the innermost frame at all), from faulthandler's dump; "" when there is none."""
+    current = dump.split("Current thread", 1)[-1].split("\nThread ", 1)[0]
+    frames = list(_FRAME.finditer(current))  # most recent call first
+    target = os.path.realpath(path)
+    mine = [m for m in frames if os.path.realpath(m["file"]) == target]
+    if not (mine or frames):
+        return ""
+    m = (mine or frames)[0]
+    return f" in {m['fn']} at {Path(m['file']).name}:{m['line']}"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -112,15 +146,20 @@ def partial_report(events_file: Path, path: Path, model_name: str, options: Opti
 def _child(request_path: str) -> int:
     req = json.loads(Path(request_path).read_text())
     result = Path(req["result"])
+    # a native crash (an abort or a segfault in an extension) leaves the Python stack here for the parent
+    fault = open(req["fault"], "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
+    faulthandler.enable(fault, all_threads=False)
     from tcinspect.recording.engine import capture_file
 
     try:
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
                            options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
                            quiet=req["quiet"], as_script=req.get("as_script"))
-        payload = {"report": serialize.to_dict(rep)}
+        payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:
         payload = {"error": {"class": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}}
+    except Exception:  # noqa: BLE001 - a bug in tcinspect: the parent shows it as one, not as a crash
+        payload = {"internal": traceback.format_exc()}
     result.write_text(json.dumps(payload), encoding="utf-8")
     return 0
 

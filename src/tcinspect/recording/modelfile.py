@@ -154,6 +154,18 @@ def user_frame(exc: BaseException, path: Path) -> str:
     return where
 
 
+def raised_at_def_line(exc: BaseException, path: Path) -> bool:
+    """Whether the deepest frame in the model file points at its function's first line, not a statement."""
+    target = os.path.realpath(path)
+    last = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == target:
+            last = tb
+        tb = tb.tb_next
+    return last is not None and last.tb_lineno == last.tb_frame.f_code.co_firstlineno
+
+
 def describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
@@ -185,7 +197,7 @@ def load(src: ModelSource, model_name: str = "model", inputs_name: str = "exampl
          device_override: str = "") -> LoadedModel:
     """Import a model file and check it against the contract."""
     # checked before the file runs: a GPU-only file may import GPU-only packages at the top
-    _check_device(device_override or src.device, src.path)
+    _check_device(device_override or src.device, src.path, bool(device_override))
     run_name = module_name(src)
     try:
         namespace = execute(src, run_name)
@@ -211,7 +223,7 @@ def load(src: ModelSource, model_name: str = "model", inputs_name: str = "exampl
     if not callable(model):
         raise ModelFileError(f"`{model_name}` in {src.path} is a {type(model).__name__}, not an nn.Module or callable",
                              f"set `{model_name}` to the module or function to compile")
-    _check_device(device_override or namespace.get("device", ""), src.path)
+    _check_device(device_override or namespace.get("device", ""), src.path, bool(device_override))
     if inputs_name not in namespace:
         raise ModelFileError(f"{src.path} defines `{model_name}` but no `{inputs_name}`",
                              f"add `{inputs_name} = (torch.randn(...),)` (a tuple of positional arguments)")
@@ -227,11 +239,14 @@ def load(src: ModelSource, model_name: str = "model", inputs_name: str = "exampl
     return LoadedModel(model=model, example_inputs=inputs, input_sets=sets, device=device)
 
 
-def _check_device(device: Any, path: Path) -> None:
-    """A file that asks for CUDA on a machine without it fails here, before its inputs are made."""
+def _check_device(device: Any, path: Path, asked: bool = False) -> None:
+    """A file (or --device, ``asked``) that wants CUDA on a machine without it fails here, before its inputs are made."""
     if str(device).startswith("cuda"):
         import torch
 
+        if not torch.cuda.is_available() and asked:
+            raise DeviceError(f"--device {device} was asked for, but this machine has no CUDA GPU "
+                              "(torch.cuda.is_available() is False)", "run on a GPU machine, or use --device cpu")
         if not torch.cuda.is_available():
             raise DeviceError(f"{path} needs a CUDA GPU (it sets device = {str(device)!r}) and this machine has none",
                               "run it on a machine with a CUDA GPU")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from tcinspect import outfile
+from tcinspect.errors import TcinspectError
 from tcinspect.recording.events import PROVENANCE_ARTIFACT
 from tcinspect.report import Graph, Kernel, SourceLocation
 
@@ -172,11 +173,8 @@ def remember(store: Path, wrapper: str, record: dict[str, Any]) -> None:
     """Keep ``record`` for this output code; an unwritable store only means a warm run infers more."""
     try:
         store.mkdir(parents=True, exist_ok=True)
-        path = store / f"{_store_key(wrapper)}.json"
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
+        outfile.write(store / f"{_store_key(wrapper)}.json", json.dumps(record, sort_keys=True))
+    except (OSError, TcinspectError):  # e.g. a directory in the way: left as it is
         pass
 
 

@@ -58,8 +58,18 @@ def junit(outcome: Outcome) -> str:
     """JUnit XML: one test case per model and check."""
     suite = ET.Element("testsuite", name="tcinspect", tests=str(len(outcome.findings)),
                        failures=str(sum(f.status == "fail" for f in outcome.findings)), errors="0", skipped="0")
+    seen: dict[tuple[str, str], int] = {}
     for f in outcome.findings:
-        case = ET.SubElement(suite, "testcase", classname=f"tcinspect.{f.model}", name=f"{f.check}: {f.message}"[:200])
+        # the name stays the same from run to run (CI tools track tests by name); what was measured
+        # goes in the message and the properties
+        name = f.check + (f" at {os.path.basename(f.file)}:{f.line}" if f.file and f.line else "")
+        n = seen[(f.model, name)] = seen.get((f.model, name), 0) + 1
+        case = ET.SubElement(suite, "testcase", classname=f"tcinspect.{f.model}",
+                             name=name if n == 1 else f"{name} #{n}")
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="status", value=f.status)
+        ET.SubElement(props, "property", name="message", value=f.message)
+        ET.SubElement(case, "system-out").text = f.message
         if f.status == "fail":
             failure = ET.SubElement(case, "failure", message=f.message, type=f.check)
             failure.text = f"{f.file}:{f.line}: {f.message}" if f.file else f.message
