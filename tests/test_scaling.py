@@ -58,7 +58,11 @@ def test_a_cache_entry_is_compact_json_that_reads_back_the_same(tmp_path):
     path = cache.store(tmp_path / "model.py", "key", rep)
     text = path.read_text()
     assert text.count("\n") == 1  # json's C encoder (no indent): several times faster on large reports
-    assert serialize.loads(text) == rep
+    import json
+
+    data = json.loads(text)
+    data.pop(cache.SOURCES_KEY)  # the entry's record of the files the compile traced, beside the report
+    assert serialize.from_dict(data) == rep
     assert serialize.loads(serialize.dumps(rep, "json")) == rep  # -o report.json stays indented
     assert serialize.dumps(rep, "json").count("\n") > 200
 

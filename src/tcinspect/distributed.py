@@ -692,7 +692,7 @@ def _breaks(v: _RankView, cid: str) -> tuple[Any, str]:
 # object ids and addresses in guards (ID_MATCH, TYPE_MATCH, ...) differ from process to process
 _ADDRESS = re.compile(r"\b\d{7,}\b|0x[0-9a-fA-F]{6,}")
 # each rank runs on its own GPU, so a tensor guard's device index differs by design: TENSOR_MATCH
-# prints it as "device=1" (torch 2.11-2.14), a device as "cuda:1"
+# prints it as "device=1" (torch 2.11-2.15), a device as "cuda:1"
 _DEVICE_INDEX = re.compile(r"(?<=device=)\d+|(?<=cuda:)\d+")
 _KEYSET = re.compile(r"DispatchKeySet\([^)]*\),\s*")
 

@@ -41,7 +41,7 @@ def trace_handler(handler: logging.Handler) -> Iterator[None]:
         logger.removeHandler(h)
     # first, not last: torch's LazyTraceHandler removes itself from trace_log.handlers while the
     # first record of a process is being handled (no TORCH_TRACE dir; torch/_logging/_internal.py,
-    # 2.11-2.14), and logging's loop over that list then skips the handler after it
+    # 2.11-2.15), and logging's loop over that list then skips the handler after it
     logger.handlers.insert(0, handler)
     # trace_log is created at DEBUG; someone may have raised it (2.11-2.15 all check level)
     logger.setLevel(logging.DEBUG)

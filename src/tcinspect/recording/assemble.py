@@ -118,14 +118,14 @@ def clean_reason(reason: str) -> str:
 def _recompile_reasons(all_events: list[Event]) -> dict[str, tuple[str, ...]]:
     """recompile_reasons artifacts, by the compile id they were logged under.
 
-    torch (2.11-2.14) logs them inside the new compile's context; one logged outside any
+    torch (2.11-2.15) logs them inside the new compile's context; one logged outside any
     compile (older versions) goes to the next compile of an already-compiled frame.
     """
     out: dict[str, list[str]] = {}
     pending: list[str] = []
     for e in all_events:
         if e.name == "recompile_reasons":
-            # one reason arrives as a bare string, several as a JSON list (guards.py, 2.11-2.14)
+            # one reason arrives as a bare string, several as a JSON list (guards.py, 2.11-2.15)
             data = ev_mod.json_payload(e)
             if data is None and e.payload.strip():
                 data = e.payload

@@ -2,7 +2,7 @@
 
 Under DistributedDataParallel, Dynamo hands each captured graph to DDPOptimizer, which splits it
 where DDP's gradient buckets end, so that each bucket's all-reduce can start while backward still
-runs on the earlier pieces (torch/_dynamo/backends/distributed.py). Torch 2.11-2.14 log the outer
+runs on the earlier pieces (torch/_dynamo/backends/distributed.py). Torch 2.11-2.15 log the outer
 graph as ``optimize_ddp_split_graph`` and then each child as ``optimize_ddp_split_child`` (with its
 submodule name), inside the compile id of the Dynamo graph they came from; nothing is logged when
 the graph fits in one bucket.
@@ -25,7 +25,7 @@ SPLIT_CHILD = "optimize_ddp_split_child"
 _BYTES = {"f64": 8, "i64": 8, "c64": 8, "f32": 4, "i32": 4, "bf16": 2, "f16": 2, "i16": 2, "i8": 1, "u8": 1,
           "b8": 1, "c128": 16}
 # Dynamo names a lifted parameter after its path: L['self'].layers[0].weight becomes the placeholder
-# l_self_modules_layers_modules_0_parameters_weight_ (torch/_dynamo/output_graph.py, 2.11-2.14)
+# l_self_modules_layers_modules_0_parameters_weight_ (torch/_dynamo/output_graph.py, 2.11-2.15)
 _PARAM_PATH = re.compile(r"_(?:modules|parameters)_")
 _ANNOTATION = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\]$")
 
