@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from pathlib import Path
 
 import pytest
 
@@ -164,15 +165,14 @@ def test_sequential_mlp_training(observed):
     assert all(k.dynamo_nodes for k in by_part["forward"].kernels)
 
 
-class _LossOf(torch.nn.Module):
-    """A Hugging Face model with labels, returning its loss (what a training step backpropagates)."""
+def _LossOf(m):
+    """A Hugging Face model with labels, returning its loss: the recorder script's wrapper."""
+    import sys
 
-    def __init__(self, m):
-        super().__init__()
-        self.m = m
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    from record_provenance import _loss_of
 
-    def forward(self, ids, labels):
-        return self.m(input_ids=ids, labels=labels).loss
+    return _loss_of(m)
 
 
 def test_gpt2_training(observed):
