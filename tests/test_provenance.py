@@ -234,7 +234,6 @@ def test_warm_fx_cache_hit_gives_the_same_provenance(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- recorded traces (no compile)
 
-from pathlib import Path  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 RECORDED = sorted(DATA.glob("provenance-*.jsonl.gz"))
