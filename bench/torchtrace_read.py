@@ -11,7 +11,7 @@ Rows (the logs are decompressed first; MB = 10^6 bytes of log text):
   records repeated ``--repeat`` times: streaming the events without keeping them (what the reader
   itself holds), and the whole report (which keeps every graph and kernel it shows).
 - ranks: a directory of copies of the first log named as torch names rank logs, read by
-  ``tcinspect.recording.torchtrace.read`` in a child process, in one process and with a pool of one
+  ``tcinspect.parse.torchtrace.read`` in a child process, in one process and with a pool of one
   worker per core: wall time (start-up and the merge included) and seconds per rank.
 """
 
@@ -60,7 +60,7 @@ def _repeated(log: Path, times: int, dest: Path) -> Path:
 
 
 def _largest_payload(log: Path) -> int:
-    from tcinspect.recording import torchtrace
+    from tcinspect.parse import torchtrace
 
     health = torchtrace.LogHealth()
     with open(log, "rb") as fh:
@@ -69,7 +69,7 @@ def _largest_payload(log: Path) -> int:
 
 def _timed_rank(entry: tuple[int, str]) -> float:
     """Seconds to read one rank's report (run in the pool's workers, or in this process)."""
-    from tcinspect.recording import torchtrace
+    from tcinspect.parse import torchtrace
 
     start = time.perf_counter()
     torchtrace._rank_entry(entry)
@@ -88,9 +88,9 @@ def _inside(directory: Path, n: int, jobs: int) -> float:
         return sum(pool.map(_timed_rank, entries))
 
 
-STREAM = ("import sys; from tcinspect.recording import torchtrace as t; h = t.LogHealth(); "
+STREAM = ("import sys; from tcinspect.parse import torchtrace as t; h = t.LogHealth(); "
           "n = sum(1 for _ in t.iter_events(sys.argv[1], h)); assert n")
-REPORT = "import sys; from tcinspect.recording import torchtrace as t; t.read(sys.argv[1], jobs=int(sys.argv[2]))"
+REPORT = "import sys; from tcinspect.parse import torchtrace as t; t.read(sys.argv[1], jobs=int(sys.argv[2]))"
 
 
 def main() -> None:
@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=16)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    from tcinspect.recording import torchtrace
+    from tcinspect.parse import torchtrace
 
     cores = os.cpu_count() or 1
     print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine}")

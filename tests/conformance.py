@@ -76,7 +76,7 @@ def _reset() -> None:
 
 
 def _step(fn: Callable[..., Any], inputs: tuple, backward: bool) -> Any:
-    from tcinspect.recording.outputs import scalar_loss
+    from tcinspect.capturing.outputs import scalar_loss
 
     out = fn(*inputs)
     loss = scalar_loss(out) if backward else None

@@ -44,7 +44,7 @@ def inductor_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_report(inductor_cache):
     """sample_models/tiny.py through Inductor (C++ kernels), forward + backward, cold."""
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
 
     return capture_file(SAMPLES / "tiny.py")
 
@@ -52,7 +52,7 @@ def tiny_report(inductor_cache):
 @pytest.fixture(scope="session")
 def breaks_report(inductor_cache):
     """sample_models/graph_breaks.py through aot_eager (Dynamo + AOTAutograd, no Inductor)."""
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
 
     return capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="aot_eager"))
@@ -72,7 +72,7 @@ def launched(wrapper: str) -> list[str]:
     """Oracle: the kernels an Inductor wrapper's call() launches, read with plain regexes."""
     import re
 
-    from tcinspect.recording.inductor import _call_body
+    from tcinspect.parse.inductor import _call_body
 
     names = []
     for line in _call_body(wrapper):
@@ -121,7 +121,7 @@ _HF_INPUT_SETS = {"switch_transformers": lambda hf: [(hf._ids(128, seq=12), None
 def _build_case(harness, name: str, backend: str):
     from conformance_models import hf
 
-    from tcinspect.recording.engine import capture, capture_file
+    from tcinspect.capturing.engine import capture, capture_file
     from tcinspect.report import Options
 
     options = Options(backend=backend)

@@ -12,13 +12,14 @@ import yaml
 
 from conftest import SAMPLES, cli
 from tcinspect import cache, serialize
-from tcinspect.recording import kernelbench as kb
-from tcinspect.recording.kernelbench import Arg, Launch, Measured
+from tcinspect.analysis import roofline as kb
+from tcinspect.analysis.roofline import Arg, Launch, Measured
+from tcinspect.capturing import gpu_timing
 from tcinspect.render import bench as render
 from tcinspect.report import (
     EndToEnd, InductorStage, Kernel, KernelBench, KernelTiming, Options, OutputCode, Peak, Report, Stages, Target,
 )
-from tcinspect.views import bench_document, bench_rows
+from tcinspect.analysis.views import bench_document, bench_rows
 
 RELU_SOURCE = """@triton.jit
 def relu_kernel(input_ptr, output_ptr, num_elem, block_size: tl.constexpr):
@@ -297,7 +298,7 @@ needs_no_gpu = pytest.mark.skipif(
 
 @needs_no_gpu
 def test_bench_without_a_gpu_is_one_line_before_anything_compiles(capsys, monkeypatch):
-    from tcinspect.recording import _compat, modelfile
+    from tcinspect.capturing import _compat, modelfile
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("compiled or loaded the model despite --bench on a CPU machine")
@@ -354,8 +355,8 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
     with its arguments, replays to the same result, and matches the report's kernel by wrapper text."""
     import torch
 
-    from tcinspect.recording import _compat
-    from tcinspect.recording.engine import capture
+    from tcinspect.capturing import _compat
+    from tcinspect.capturing.engine import capture
 
     torch.manual_seed(0)
     x, w = torch.randn(32, 64), torch.randn(64, 16)
@@ -365,10 +366,10 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
     seen = []
 
     def hook(launch):
-        copied, kwargs = kb._copy_arguments(launch.args, launch.kwargs)
+        copied, kwargs = gpu_timing._copy_arguments(launch.args, launch.kwargs)
         result = launch.replay(copied, kwargs)
         rec = Launch(launch.kind, launch.name, launch.wrapper, launch.frame_id, times_ms=[0.01] * 3)
-        rec.args, rec.scalars = kb._describe(launch, copied, kwargs, result)
+        rec.args, rec.scalars = gpu_timing._describe(launch, copied, kwargs, result)
         seen.append((rec, kwargs.get("out")))
 
     torch._dynamo.reset()
@@ -408,7 +409,7 @@ def test_runs_enqueued_after_the_gpu_hold_ended_are_dropped(monkeypatch):
     import torch
 
     clock = {"now": 0.0}
-    monkeypatch.setattr(kb.time, "perf_counter", lambda: clock["now"])
+    monkeypatch.setattr(gpu_timing.time, "perf_counter", lambda: clock["now"])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
 
     class Event:
@@ -429,10 +430,10 @@ def test_runs_enqueued_after_the_gpu_hold_ended_are_dropped(monkeypatch):
     def launch():
         clock["now"] += next(costs)
 
-    times = kb.time_launch(launch, 10, flush)
+    times = gpu_timing.time_launch(launch, 10, flush)
     assert len(times) == 5 and all(t == pytest.approx(0.01) for t in times)
     assert holds == pytest.approx([20.0] * 10)
     costs = iter([10e-6] * 3 + [500e-6] * 10 + [10e-6] * 10)  # all late: again, with a longer hold
     holds.clear()
-    times = kb.time_launch(launch, 10, flush)
+    times = gpu_timing.time_launch(launch, 10, flush)
     assert len(times) == 10 and holds == pytest.approx([20.0] * 10 + [80.0] * 10)

@@ -11,7 +11,7 @@ import torch
 
 from conftest import MODELS, SAMPLES, launched
 from tcinspect import serialize
-from tcinspect.recording.engine import capture, capture_file
+from tcinspect.capturing.engine import capture, capture_file
 from tcinspect.errors import ModelRaisedError
 from tcinspect.report import FAILED, NOT_RUN, OK, Options
 

@@ -13,10 +13,10 @@ import pytest
 
 from conftest import MODELS, SAMPLES, cli
 from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
-from tcinspect import compile_time as views
+from tcinspect.analysis import compile_time as views
 from tcinspect import serialize
-from tcinspect.recording import compiletime
-from tcinspect.recording.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
+from tcinspect.parse import compiletime
+from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
 from tcinspect.render import compiletime as render
 from tcinspect.render import html
 from tcinspect.report import Phase, RankReport, Report, Target
@@ -308,7 +308,7 @@ def _capture_with_torch_metrics(path: Path):
     """A capture, and torch's own CompilationMetrics records of the same compiles (same process)."""
     import torch._dynamo.utils as dynamo_utils
 
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
 
     dynamo_utils.clear_compilation_metrics()
     rep = capture_file(path)
@@ -386,7 +386,7 @@ def test_restarts_are_attempts_in_the_tree(cache_dir):
     """A graph break restarts Dynamo's analysis: every attempt is a span, and the time it threw away shows."""
     import torch._dynamo.utils as dynamo_utils
 
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
 
     dynamo_utils.clear_compilation_metrics()
@@ -411,8 +411,8 @@ def test_first_trace_record_of_a_process_reaches_the_recorder():
     """torch's LazyTraceHandler removes itself while the first record is handled; the recorder still gets it."""
     code = (
         "import torch\n"
-        "from tcinspect.recording import _compat\n"
-        "from tcinspect.recording.engine import Recorder\n"
+        "from tcinspect.capturing import _compat\n"
+        "from tcinspect.capturing.engine import Recorder\n"
         "rec = Recorder()\n"
         "with _compat.trace_handler(rec):\n"
         "    torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))\n"
@@ -424,7 +424,7 @@ def test_first_trace_record_of_a_process_reaches_the_recorder():
 
 def test_recorded_trace_gives_the_same_section(warm, tmp_path, monkeypatch):
     """A trace streamed to a file (an isolated child, a rank) reads back into the same section."""
-    from tcinspect.recording.engine import EVENTS_FILE_ENV, capture_file
+    from tcinspect.capturing.engine import EVENTS_FILE_ENV, capture_file
 
     path = tmp_path / "events.jsonl"
     monkeypatch.setenv(EVENTS_FILE_ENV, str(path))
@@ -518,7 +518,7 @@ def test_check_compile_time_budget_and_baseline_tolerance(capsys, saved, tmp_pat
 
 
 def test_config_compile_time_budget():
-    from tcinspect import checks
+    from tcinspect.analysis import checks
     from tcinspect.errors import UsageError
 
     limits = checks.parse_limits({"max_compile_time": 90, "max_graph_breaks": 0}, "pyproject.toml")
@@ -529,6 +529,6 @@ def test_config_compile_time_budget():
 
 
 def test_renderers_stay_torch_free():
-    code = ("import sys, tcinspect.render.compiletime, tcinspect.compile_time, tcinspect.recording.compiletime; "
+    code = ("import sys, tcinspect.render.compiletime, tcinspect.analysis.compile_time, tcinspect.parse.compiletime; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -17,10 +17,12 @@ import yaml
 from rich.console import Console
 
 from conftest import MODELS, SAMPLES, cli, run_cli
-from tcinspect import distributed, serialize
+from tcinspect.capturing import launcher
+from tcinspect.analysis import checks, divergence
+from tcinspect import serialize
 from tcinspect.errors import CaptureCrashedError, DeviceError, ExitCode, UsageError
-from tcinspect.recording import ddp
-from tcinspect.recording.events import Event, to_json_line
+from tcinspect.parse import ddp
+from tcinspect.parse.events import Event, to_json_line
 from tcinspect.render import ranks as render
 from tcinspect.report import (
     CompileMetrics, DynamoGraph, DynamoStage, Graph, GraphBreak, Guard, Node, Options, RankReport, Report,
@@ -56,7 +58,7 @@ def _rank(rank: int, *, branch: bool = False, status: str = "ok", error: str = "
 def _merged(*ranks: RankReport) -> Report:
     base = Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py"),
                   stages=ranks[0].stages, compiles=ranks[0].compiles, tcinspect_version="0.1.0")
-    return distributed.merge(base, ranks, timings=(("torchrun_s", 9.5),))
+    return divergence.merge(base, ranks, timings=(("torchrun_s", 9.5),))
 
 
 def _text(renderable) -> str:
@@ -69,13 +71,13 @@ def test_identical_ranks_do_not_diverge_though_object_ids_differ():
     ranks = [_rank(0), _rank(1)]
     # the value guard on self.rank differs by design: make the two ranks' models the same but for the object id
     same = [r if r.rank == 0 else replace(r, stages=_rank(0).stages) for r in ranks]
-    assert distributed.divergences(same) == ()
+    assert divergence.divergences(same) == ()
     assert "Divergence: none — all 2 ranks" in _text(render.divergence(_merged(*same)))
 
 
 def test_first_divergence_names_the_compile_and_how():
-    divs = distributed.divergences([_rank(0), _rank(1, branch=True)])
-    assert distributed.first_compile(divs) == "0/0"
+    divs = divergence.divergences([_rank(0), _rank(1, branch=True)])
+    assert divergence.first_compile(divs) == "0/0"
     by_aspect = {(d.compile_id, d.aspect): d for d in divs}
     assert set(by_aspect) == {("0/0", "graph"), ("0/0", "graph_breaks"), ("0/0", "guards"), ("1/0", "compile"),
                               ("", "compile_ids")}
@@ -88,7 +90,7 @@ def test_first_divergence_names_the_compile_and_how():
     assert guards[1].value == "2 guards; only here: L['self'].rank == 1"
     assert [g.value for g in by_aspect["1/0", "compile"].groups] == [
         "not compiled", "compiled torch_dynamo_resume_in_forward_at_14"]
-    line = distributed.describe(brk)
+    line = divergence.describe(brk)
     assert line.startswith("ranks diverge at compile 0/0 (graph_breaks): rank 0: no graph break; rank 1: ")
 
 
@@ -101,14 +103,14 @@ def test_each_rank_on_its_own_gpu_is_not_a_divergence():
         (g,) = r.stages.dynamo.graphs
         return replace(r, stages=Stages(dynamo=DynamoStage("ok", "", (replace(g, guards=(guard,)),))))
 
-    assert distributed.divergences([on_gpu(0), on_gpu(1)]) == ()
+    assert divergence.divergences([on_gpu(0), on_gpu(1)]) == ()
 
 
 def test_groups_of_ranks_and_rank_ranges():
-    divs = distributed.divergences([_rank(0), _rank(1, branch=True), _rank(2), _rank(3, branch=True)])
+    divs = divergence.divergences([_rank(0), _rank(1, branch=True), _rank(2), _rank(3, branch=True)])
     brk = next(d for d in divs if d.aspect == "graph_breaks")
     assert [g.ranks for g in brk.groups] == [(0, 2), (1, 3)]
-    assert distributed.ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and distributed.ranks_text((1,)) == "rank 1"
+    assert divergence.ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and divergence.ranks_text((1,)) == "rank 1"
 
 
 def test_a_rank_that_crashed_is_compared_on_what_it_reached():
@@ -116,7 +118,7 @@ def test_a_rank_that_crashed_is_compared_on_what_it_reached():
     crashed = replace(crashed, stages=Stages(dynamo=DynamoStage(
         "failed", "", crashed.stages.dynamo.graphs[:1], crashed.stages.dynamo.graph_breaks)),
                       compiles=crashed.compiles[:1])
-    divs = distributed.divergences([_rank(0, branch=True), crashed])
+    divs = divergence.divergences([_rank(0, branch=True), crashed])
     assert divs[0].aspect == "status" and divs[0].compile_id == ""
     assert [g.value for g in divs[0].groups] == ["ok", "crashed: Segmentation fault (in m.py:14)"]
     # 1/0, which the crashed rank never reached, is not a divergence; its own guards are
@@ -170,7 +172,7 @@ def test_ranks_table_marks_the_odd_rank_and_per_rank_views_group_equal_ranks():
     rep = _merged(_rank(0), _rank(1, branch=True), _rank(2))
     text = _text(render.ranks_table(rep))
     assert "Ranks · 3 (torchrun)" in text and text.count(" ok ") == 3
-    view = _text(render.per_rank(rep, lambda r: f"{r.summary.graph_breaks} breaks", distributed.breaks_key))
+    view = _text(render.per_rank(rep, lambda r: f"{r.summary.graph_breaks} breaks", divergence.breaks_key))
     assert "── ranks 0, 2 (the same on each) ──" in view and "── rank 1 ──" in view
     assert view.index("ranks differ first at compile 0/0") < view.index("── ranks 0, 2")
 
@@ -233,7 +235,7 @@ def test_ddp_splits_from_the_structured_trace():
 def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("def model(x):\n    return x\n")
-    files = [distributed.RankFiles(tmp_path, r) for r in range(4)]
+    files = [launcher.RankFiles(tmp_path, r) for r in range(4)]
     for f in files[:3]:
         f.pid.write_text("123")
         f.events.write_text("".join(to_json_line(e) for e in _split_events()) + '{"meta": {"dynamo_st')  # cut mid-line
@@ -243,7 +245,7 @@ def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
     files[1].stopped.write_text(f'Current thread 0x1 (most recent call first):\n  File "{path}", line 1 in model\n')
     files[2].result.write_text(json.dumps({"error": {"class": "ModelRaisedError", "cause": "m.py:2: the model raised "
                                                      "ValueError: boom", "fix": "fix the model"}}))
-    ranks, reports = distributed.collect(tmp_path, 4, path, "model", Options(backend="eager"),
+    ranks, reports = launcher.collect(tmp_path, 4, path, "model", Options(backend="eager"),
                                          timed_out=False)
     assert reports == {}
     assert [(r.status, r.error, r.where) for r in ranks] == [
@@ -254,10 +256,10 @@ def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
     assert [len(r.ddp_splits) for r in ranks] == [1, 1, 1, 0]  # what each rank streamed before it ended
     rep = _merged(*ranks)
     with pytest.raises(CaptureCrashedError) as exc:
-        distributed.raise_for_ranks(rep)
+        divergence.raise_for_ranks(rep)
     assert exc.value.cause.startswith("rank 0 of 4 crashed: Segmentation fault (in m.py:2); rank 1 stopped")
     assert exc.value.report is rep
-    ranks, _ = distributed.collect(tmp_path, 2, path, "model", Options(), timed_out=True)
+    ranks, _ = launcher.collect(tmp_path, 2, path, "model", Options(), timed_out=True)
     assert ranks[1].status == "timed_out" and ranks[1].where == "m.py:1"
 
 
@@ -265,13 +267,13 @@ def test_a_rank_error_is_exit_2_and_a_failed_stage_exit_3():
     err = _merged(_rank(0, status="stopped", error="torchrun ended it when another rank failed"),
                   _rank(1, status="error", error="m.py:2: the model raised ValueError: boom — fix the model"))
     with pytest.raises(Exception) as exc:
-        distributed.raise_for_ranks(err)
+        divergence.raise_for_ranks(err)
     assert exc.value.exit_code == ExitCode.USAGE_ERROR
     assert (exc.value.cause, exc.value.fix) == ("rank 1 of 2: m.py:2: the model raised ValueError: boom; rank 0 stopped",
                                                 "fix the model")
     failed = _merged(_rank(0), _rank(1, status="failed", error="inductor stage failed: boom"))
     with pytest.raises(Exception) as exc:
-        distributed.raise_for_ranks(failed)
+        divergence.raise_for_ranks(failed)
     assert exc.value.exit_code == ExitCode.STAGE_FAILED and exc.value.report is failed
 
 
@@ -279,28 +281,28 @@ def test_a_rank_error_is_exit_2_and_a_failed_stage_exit_3():
 
 
 def test_torchrun_command_and_its_options():
-    cmd = distributed.torchrun_command(2, [])
+    cmd = launcher.torchrun_command(2, [])
     assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"]
-    assert cmd[3:] == ["--standalone", "--nproc-per-node=2", "-m", "tcinspect.recording.rank"]
-    args = distributed.torchrun_args(["--master-port=29511", "--max-restarts 0"])
+    assert cmd[3:] == ["--standalone", "--nproc-per-node=2", "-m", "tcinspect.capturing.rank"]
+    args = launcher.torchrun_args(["--master-port=29511", "--max-restarts 0"])
     assert args == ["--master-port=29511", "--max-restarts", "0"]
-    assert "--standalone" not in distributed.torchrun_command(2, args)  # the user picked the rendezvous
+    assert "--standalone" not in launcher.torchrun_command(2, args)  # the user picked the rendezvous
     for bad, needle in [("--nproc-per-node=4", "set by tcinspect"), ("-m", "set by tcinspect"),
                         ("--nnodes=2", "several nodes"), ("train.py", "not a torchrun option")]:
         with pytest.raises(UsageError, match=needle):
-            distributed.torchrun_args([bad])
-    assert distributed.torchrun_args(["--nnodes=1"]) == ["--nnodes=1"]
+            launcher.torchrun_args([bad])
+    assert launcher.torchrun_args(["--nnodes=1"]) == ["--nnodes=1"]
 
 
 def test_rank_counts_this_machine_cannot_run():
     with pytest.raises(UsageError, match="at least one rank"):
-        distributed.check_nproc(0, "")
+        launcher.check_nproc(0, "")
     with pytest.raises(UsageError, match="more CPU ranks than this"):
-        distributed.check_nproc((os.cpu_count() or 1) * 4 + 1, "cpu")
-    distributed.check_nproc((os.cpu_count() or 1) * 4, "cpu")
+        launcher.check_nproc((os.cpu_count() or 1) * 4 + 1, "cpu")
+    launcher.check_nproc((os.cpu_count() or 1) * 4, "cpu")
     with pytest.raises(DeviceError, match="asks for 4 ranks of a CUDA model file, but this machine has 2 CUDA GPUs"):
-        distributed.check_nproc(4, "cuda", cuda_count=lambda: 2)
-    distributed.check_nproc(2, "cuda", cuda_count=lambda: 2)
+        launcher.check_nproc(4, "cuda", cuda_count=lambda: 2)
+    launcher.check_nproc(2, "cuda", cuda_count=lambda: 2)
 
 
 def test_usage_errors_are_one_line_before_anything_starts(capsys, tmp_path):
@@ -329,10 +331,10 @@ def test_timeout_stops_the_whole_job(monkeypatch, capsys):
     # a stand-in for torchrun whose one rank registers and then hangs
     hang = ("import os, time; d = os.environ['TCINSPECT_RANKS_DIR']; "
             "open(os.path.join(d, 'rank-0.pid'), 'w').write(str(os.getpid())); time.sleep(120)")
-    monkeypatch.setattr(distributed, "torchrun_command", lambda nproc, args: [sys.executable, "-c", hang])
-    monkeypatch.setattr(distributed, "STOP_GRACE_S", 5.0)
+    monkeypatch.setattr(launcher, "torchrun_command", lambda nproc, args: [sys.executable, "-c", hang])
+    monkeypatch.setattr(launcher, "STOP_GRACE_S", 5.0)
     with pytest.raises(CaptureCrashedError) as exc:
-        distributed.capture(SAMPLES / "tiny.py", nproc=1, timeout=1)
+        launcher.capture(SAMPLES / "tiny.py", nproc=1, timeout=1)
     assert exc.value.exit_code == ExitCode.CAPTURE_CRASHED
     assert exc.value.cause == "the torchrun job ran past --timeout 1 s and was stopped (rank 0)"
     assert [r.status for r in exc.value.report.ranks] == ["timed_out"]
@@ -360,7 +362,7 @@ def test_ddp_sample_every_rank_no_divergence(ddp_run):
     proc, rep = ddp_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [(r.rank, r.status) for r in rep.ranks] == [(0, "ok"), (1, "ok")]
-    assert distributed.divergences(rep.ranks) == ()
+    assert divergence.divergences(rep.ranks) == ()
     assert "Divergence: none — all 2 ranks" in proc.stdout
     # the top level is rank 0's report; each rank compiled the MLP's forward into one Dynamo graph
     assert rep.stages == rep.ranks[0].stages and all(r.summary.graphs >= 1 for r in rep.ranks)
@@ -428,8 +430,8 @@ def test_trace_breaks_and_guards_reuse_the_distributed_report(branch_run):
                    "--stage", "summary", env=env)
     assert proc.returncode == 0 and "reusing the current report" in proc.stderr, proc.stderr[-2000:]
     rep = serialize.load(out)
-    divs = distributed.divergences(rep.ranks)
-    first = distributed.first_compile(divs)
+    divs = divergence.divergences(rep.ranks)
+    first = divergence.first_compile(divs)
     assert [d.aspect for d in divs if d.compile_id == first] == ["graph", "graph_breaks", "guards"]
     assert f"ranks differ first at compile {first} (graph, graph_breaks, guards)" in proc.stdout
     data = yaml.safe_load(out.read_text())
@@ -470,7 +472,7 @@ def test_a_crashed_rank_is_reported_by_rank_and_the_others_are_kept(crash_run):
         "crashed", f"rank_crash.py:{crash}", "stopped", f"rank_crash.py:{hang}")
     for r in (crashed, stopped):  # what each recorded before it ended: the first graph and the break
         assert r.summary.graphs == 1 and r.stages.dynamo.graph_breaks[0].user_frame.function == "model"
-    status = distributed.divergences(rep.ranks)[0]
+    status = divergence.divergences(rep.ranks)[0]
     assert status.aspect == "status" and [g.ranks for g in status.groups] == [(0,), (1,), (2,)]
     assert "Segmentation fault (in rank_crash.py" in proc.stdout  # the table is shown too
 
@@ -478,7 +480,7 @@ def test_a_crashed_rank_is_reported_by_rank_and_the_others_are_kept(crash_run):
 def test_ranks_that_all_failed_alike_are_not_called_in_agreement():
     failed = [replace(_rank(r), status="error", error="m.py defines no `model`", stages=Stages(), compiles=())
               for r in (0, 1)]
-    assert distributed.divergences(failed) == ()
+    assert divergence.divergences(failed) == ()
     text = _text(render.divergence(_merged(*failed)))
     assert "Divergence: none" not in text and "not judged" in text and "rank 0 error, rank 1 error" in text
-    assert distributed.divergence_findings("m.py", _merged(*failed)) == []
+    assert checks.divergence_findings("m.py", _merged(*failed)) == []

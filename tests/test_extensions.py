@@ -17,7 +17,7 @@ BACKENDS = Path(__file__).resolve().parent / "models" / "backends.py"
 # --- pure parts: no torch -------------------------------------------------------------------
 
 def test_graph_changes_pairs_a_replacement_and_reports_in_place_edits():
-    from tcinspect.recording.custom import NodeText, graph_changes
+    from tcinspect.capturing.custom import NodeText, graph_changes
 
     before = [NodeText("x", "x", ()), NodeText("sigmoid", "sigmoid = aten.sigmoid.default(x)", ("x",)),
               NodeText("mul", "mul = aten.mul.Tensor(sigmoid, x)", ("sigmoid", "x")),
@@ -33,8 +33,8 @@ def test_graph_changes_pairs_a_replacement_and_reports_in_place_edits():
 
 
 def test_user_triton_kernel_and_transparent_op_from_a_recorded_gpu_trace():
-    from tcinspect.recording.assemble import build
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse.assemble import build
+    from tcinspect.parse.events import read_jsonl
 
     stages, _ = build(read_jsonl(DATA / "gpu-trace-triton-op.jsonl.gz"),
                       side_table=({0: ("silu_kernel", "@triton.jit\ndef silu_kernel(...): ...\n")}, {2: "n=1024"}))
@@ -50,8 +50,8 @@ def test_user_triton_kernel_and_transparent_op_from_a_recorded_gpu_trace():
 
 
 def test_a_plain_triton_call_traced_by_dynamo_is_transparent():
-    from tcinspect.recording.assemble import build
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse.assemble import build
+    from tcinspect.parse.events import read_jsonl
 
     stages, _ = build(read_jsonl(DATA / "gpu-trace-torch2.11-h200.jsonl.gz"))
     kernels = stages.aot_autograd.user_kernels
@@ -80,10 +80,10 @@ def test_report_with_passes_verification_and_exports_round_trips():
 # --- custom backends ------------------------------------------------------------------------
 
 def test_custom_backend_target_records_what_it_was_handed():
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import NOT_RUN, OK, Options
 
-    from tcinspect.recording.custom import load_callable
+    from tcinspect.capturing.custom import load_callable
 
     oracle = load_callable(f"{BACKENDS}:counting_backend", "--backend").__globals__["SEEN"]  # the same module
     oracle.clear()
@@ -125,7 +125,7 @@ def test_a_backend_that_raises_is_exit_2_with_the_report_so_far(capsys):
 
 def test_backend_handing_on_to_inductor_shows_every_stage_and_verifies(inductor_cache):
     """The tutorial's composition: rewrite, then compile_fx. AOT and Inductor stages appear; eager == compiled."""
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import OK, Options
 
     rep = capture_file(SILU, options=Options(backend=f"{SILU}:silu_then_inductor", verify=True))
@@ -142,7 +142,7 @@ def test_backend_handing_on_to_inductor_shows_every_stage_and_verifies(inductor_
 # --- passes ---------------------------------------------------------------------------------
 
 def test_silu_pass_on_aot_eager_reports_its_rewrite():
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
 
     rep = capture_file(SILU, options=Options(backend="aot_eager", passes=(REWRITE,)))
@@ -250,7 +250,7 @@ def test_export_aoti_package_matches_eager(capsys, inductor_cache):
 
 
 def test_custom_op_visibility_on_cpu():
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
 
     rep = capture_file(SAMPLES / "custom_ops.py", options=Options(backend="aot_eager"))
@@ -286,8 +286,8 @@ def test_an_aoti_crash_is_that_modes_failure_not_tcinspects(capsys):
 
 def test_a_side_table_from_another_process_cannot_mislabel_a_user_kernel():
     """kernel_idx values of a cached graph index the table of the process that filled the cache."""
-    from tcinspect.recording.assemble import build
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse.assemble import build
+    from tcinspect.parse.events import read_jsonl
 
     stages, _ = build(read_jsonl(DATA / "gpu-trace-triton-op.jsonl.gz"),
                       side_table=({0: ("some_other_kernel", "def some_other_kernel(): ...")}, {}))

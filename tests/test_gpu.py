@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import SAMPLES, launched
-from tcinspect.recording.engine import capture_file
+from tcinspect.capturing.engine import capture_file
 from tcinspect.report import OK, Options
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -125,13 +125,14 @@ def test_bench_kernel_times_agree_with_the_profiler(monkeypatch):
     """
     from torch.profiler import ProfilerActivity, profile
 
-    from tcinspect.recording import kernelbench
+    from tcinspect.analysis import roofline
+    from tcinspect.capturing import gpu_timing
 
-    original = kernelbench.time_launch
+    original = gpu_timing.time_launch
     pairs = []
     floors = []  # the timing overhead each capture measured (and subtracted)
 
-    def profiled(fn, runs, flush=None, warmup=kernelbench.WARMUP):
+    def profiled(fn, runs, flush=None, warmup=gpu_timing.WARMUP):
         if flush is None:  # the peaks' copy and matmul: nothing to split runs apart
             return original(fn, runs, flush, warmup)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
@@ -160,13 +161,13 @@ def test_bench_kernel_times_agree_with_the_profiler(monkeypatch):
             pairs.append((len(floors), first[0].name()[:48], mine, spans[len(spans) // 2], detail, len(first)))
         return times
 
-    monkeypatch.setattr(kernelbench, "time_launch", profiled)
+    monkeypatch.setattr(gpu_timing, "time_launch", profiled)
     for sample in ("big_pointwise.py", "transformer_block.py"):
         rep = capture_file(SAMPLES / sample, options=Options(device="cuda", bench=30, backward=False))
         assert rep.bench is not None and any(k.median_us > 0 for k in rep.bench.kernels)
         floors.append(rep.bench.launch_overhead_us)
     print("timing overhead subtracted: " + ", ".join(f"{f:.2f} µs" for f in floors))
-    pairs = [(name, kernelbench._less_overhead(mine, floors[capture]), prof, detail, kernels)
+    pairs = [(name, roofline._less_overhead(mine, floors[capture]), prof, detail, kernels)
              for capture, name, mine, prof, detail, kernels in pairs]
     for name, mine, prof, detail, _ in pairs:
         print(f"{name:48} bench {mine:8.2f} µs  profiler {prof:8.2f} µs  {100 * (mine - prof) / prof:+6.1f}%  [{detail}]")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tcinspect.recording import instep
+from tcinspect.parse import instep
 
 DATA = Path(__file__).resolve().parent / "data"
 RECORDED = sorted(DATA.glob("instep-*.json.gz"))
@@ -145,18 +145,19 @@ def _model(name):
 @GPU
 @pytest.mark.parametrize("name", ["block", "llama"])
 def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
-    from tcinspect.recording import engine, kernelbench
+    from tcinspect.analysis import roofline
+    from tcinspect.capturing import engine
     from tcinspect.report import Options
 
     model, inputs, _ = _model(name)
     seen = {}
-    real_attach = kernelbench.attach
+    real_attach = roofline.attach
 
     def keep(rep, measured):
         seen["m"] = measured
         return real_attach(rep, measured)
 
-    monkeypatch.setattr(kernelbench, "attach", keep)
+    monkeypatch.setattr(roofline, "attach", keep)
     rep = engine.capture(model, *inputs, options=Options(bench=20, device="cuda"), quiet=True)
     assert rep.ok, rep.error
     b = rep.bench
@@ -235,7 +236,7 @@ def test_bench_options_bad_input(args, needle):
 @pytest.mark.gpu
 @GPU
 def test_try_mode_times_the_other_mode_beside_the_default():
-    from tcinspect.recording import engine
+    from tcinspect.capturing import engine
     from tcinspect.report import Options
 
     model, inputs, _ = _model("block")

@@ -33,8 +33,8 @@ def llm() -> Report:
 
 
 def _recorded(name: str) -> Report:
-    from tcinspect.recording import assemble
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse import assemble
+    from tcinspect.parse.events import read_jsonl
     from tcinspect.report import Target
 
     stages, _ = assemble.build(read_jsonl(DATA / name))

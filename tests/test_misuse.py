@@ -20,7 +20,7 @@ import pytest
 
 from conftest import MODELS, ROOT, cli
 from tcinspect import cache, interrupts, serialize
-from tcinspect.checks import Finding, Outcome
+from tcinspect.analysis.checks import Finding, Outcome
 from tcinspect.errors import ExitCode
 from tcinspect.render import checks as render_checks
 from test_report_io import hand_built
@@ -246,7 +246,7 @@ def test_a_bug_in_the_capture_process_is_an_internal_error_not_a_crash(tmp_path)
                                    "script_args": [], "quiet": True, "result": str(tmp_path / "result.json"),
                                    "fault": str(tmp_path / "fault.txt")}))
     # the child's own entry point, as capture_isolated starts it
-    proc = subprocess.run([sys.executable, "-m", "tcinspect.recording.isolate", str(request)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "tcinspect.capturing.isolate", str(request)], capture_output=True,
                           text=True, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "result.json").read_text())

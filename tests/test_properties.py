@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tcinspect.recording.custom import load_callable
+from tcinspect.capturing.custom import load_callable
 from tcinspect.report import Options
 
 BACKENDS = Path(__file__).resolve().parent / "models" / "backends.py"

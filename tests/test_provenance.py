@@ -18,7 +18,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tcinspect.recording import engine, provenance  # noqa: E402
+from tcinspect.capturing import engine
+from tcinspect.parse import provenance  # noqa: E402
 from tcinspect.report import Options  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -240,8 +241,8 @@ RECORDED = sorted(DATA.glob("provenance-*.jsonl.gz"))
 
 
 def _parsed(path: Path):
-    from tcinspect.recording import assemble
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse import assemble
+    from tcinspect.parse.events import read_jsonl
 
     stages, _ = assemble.build(read_jsonl(path))
     return stages.inductor.outputs
@@ -273,8 +274,8 @@ def test_recorded_trace_agrees_with_inductor(path):
 
 def test_trace_without_tracking_marks_every_kernel_inferred():
     """Events of an untracked compile (an older recorded trace) give kernels marked inferred, never facts."""
-    from tcinspect.recording import assemble
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse import assemble
+    from tcinspect.parse.events import read_jsonl
 
     old = DATA / "gpu-trace-transformer-layer.jsonl.gz"
     stages, _ = assemble.build(read_jsonl(old))
@@ -287,8 +288,8 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     """A damaged node-mapping artifact: the graph's kernels are marked inferred and the damage is noted."""
     from dataclasses import replace as dc_replace
 
-    from tcinspect.recording import assemble
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse import assemble
+    from tcinspect.parse.events import read_jsonl
 
     path = next(p for p in RECORDED if "-mlp-" in p.name)
     # the mapping damaged, and no tcinspect record beside it (as in a log written by torch alone)
@@ -301,7 +302,7 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     provenance.add_event(st, provenance.NODE_MAPPINGS, damage)
     assert st.malformed == [provenance.NODE_MAPPINGS]
     # counted in the report's parse section and said in one line
-    from tcinspect.recording.events import parse_health
+    from tcinspect.parse.events import parse_health
     from tcinspect.render.table import parse_warning
     from tcinspect.report import Report
 
@@ -343,8 +344,8 @@ def test_gpu_provenance_agrees(observed, name):
 def saved_mlp_report(tmp_path):
     """The recorded MLP training trace as a saved report (no compile)."""
     from tcinspect import serialize
-    from tcinspect.recording import assemble
-    from tcinspect.recording.events import read_jsonl
+    from tcinspect.parse import assemble
+    from tcinspect.parse.events import read_jsonl
     from tcinspect.report import Report, Target
 
     path = next(p for p in RECORDED if "-mlp-" in p.name)

@@ -31,7 +31,7 @@ from conformance import MODELS
     ("for model in range(3):\n    pass", True),
 ])
 def test_a_model_file_binds_model_when_imported(source, is_model):
-    from tcinspect.recording.modelfile import import_time_names
+    from tcinspect.capturing.modelfile import import_time_names
 
     assert ("model" in import_time_names(ast.parse(source).body)) is is_model
 
@@ -74,8 +74,8 @@ def test_script_detection_is_the_same_under_nproc(tmp_path):
 def test_backward_runs_on_every_floating_leaf_of_a_dataclass_output():
     import torch
 
-    from tcinspect.recording.engine import capture
-    from tcinspect.recording.outputs import named_tensors, scalar_loss
+    from tcinspect.capturing.engine import capture
+    from tcinspect.capturing.outputs import named_tensors, scalar_loss
     from tcinspect.report import Options
 
     @dataclasses.dataclass
@@ -107,7 +107,7 @@ def test_backward_runs_on_every_floating_leaf_of_a_dataclass_output():
 def test_float32_rounding_passes_and_a_changed_result_fails():
     import torch
 
-    from tcinspect.recording.verify import check
+    from tcinspect.capturing.verify import check
     from tcinspect.report import Options
 
     # one sum of cancelling terms in two summation orders: float32 rounding, as a fused kernel makes
@@ -187,7 +187,7 @@ def test_traced_files_are_what_the_compile_traced(conformance):
 
 
 def test_a_second_capture_in_the_same_process_sees_the_edited_module(tmp_path):
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
 
     import sys

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import DATA, launched
-from tcinspect.recording import assemble, events
+from tcinspect.parse import assemble, events
 
 
 def stages_of(name: str):

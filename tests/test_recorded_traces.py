@@ -11,7 +11,7 @@ import pytest
 
 from conftest import DATA, cli, launched
 from tcinspect import serialize
-from tcinspect.recording import assemble, events
+from tcinspect.parse import assemble, events
 from tcinspect.report import EventCount, ParseHealth, Report, Target
 
 TRACES = DATA / "cpu-traces"

@@ -9,7 +9,7 @@ import torch
 
 from conftest import MODELS, SAMPLES, cli
 from tcinspect import serialize
-from tcinspect.recording.engine import capture_file
+from tcinspect.capturing.engine import capture_file
 from tcinspect.report import Options
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tcinspect.recording.fxgraph import parse_graph
+from tcinspect.parse.fxgraph import parse_graph
 
 
 def readable_graph(nodes: int) -> str:

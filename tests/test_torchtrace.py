@@ -19,7 +19,7 @@ import pytest
 
 from conftest import cli
 from tcinspect import serialize
-from tcinspect.recording import torchtrace
+from tcinspect.parse import torchtrace
 from tcinspect.report import Report
 
 DATA = Path(__file__).parent / "data" / "torch_trace"
@@ -102,11 +102,11 @@ def test_a_directory_of_rank_logs_reads_into_the_live_distributed_report():
     inferred = {(o.aot_id, k.name) for r in log.ranks for o in r.stages.inductor.outputs for k in o.kernels
                 if k.provenance == "inferred"}
     assert _comparable(log.replace(parse=None), inferred) == _comparable(live, inferred)
-    from tcinspect import distributed
+    from tcinspect.analysis import divergence
 
-    divs = distributed.divergences(log.ranks)
-    assert divs == distributed.divergences(live.ranks)
-    assert distributed.first_compile(divs) == "4/0" and ("", "compile_ids") in [(d.compile_id, d.aspect) for d in divs]
+    divs = divergence.divergences(log.ranks)
+    assert divs == divergence.divergences(live.ranks)
+    assert divergence.first_compile(divs) == "4/0" and ("", "compile_ids") in [(d.compile_id, d.aspect) for d in divs]
     assert [r.ddp_splits for r in log.ranks] == [r.ddp_splits for r in live.ranks]
 
 
@@ -164,24 +164,24 @@ def test_a_directory_is_merged_with_cache_divergence(rank_dir):
     rep = torchtrace.read(rank_dir, jobs=2)
     assert [r.rank for r in rep.ranks] == [0, 1, 2, 3] and rep.ok
     assert rep.parse is not None and rep.parse.files_ignored == 1 and not rep.parse.damaged
-    from tcinspect import distributed
+    from tcinspect.analysis import checks, divergence
 
-    divs = distributed.divergences(rep.ranks)
+    divs = divergence.divergences(rep.ranks)
     assert [(d.compile_id, d.aspect) for d in divs] == [("0/0", "cache")]
     assert [(g.ranks, g.value) for g in divs[0].groups] == [
         ((0, 1, 2), "AOTAutograd cache miss, FX graph cache forward miss, FX graph cache backward miss"),
         ((3,), "AOTAutograd cache miss, FX graph cache forward hit, FX graph cache backward hit")]
     # a cache outcome is shown, but ranks that compiled the same graphs pass `check`
-    assert [f.status for f in distributed.divergence_findings("m", rep)] == ["ok"]
+    assert [f.status for f in checks.divergence_findings("m", rep)] == ["ok"]
 
 
 def test_compile_id_divergence_between_rank_logs(tmp_path):
     _copy(CPU / "recompile_scalar.log.gz", tmp_path / "dedicated_log_torch_trace_rank_0_a.log")
     _copy(CPU / "graph_breaks.log.gz", tmp_path / "dedicated_log_torch_trace_rank_1_a.log")
-    from tcinspect import distributed
+    from tcinspect.analysis import divergence
 
     rep = torchtrace.read(tmp_path)
-    divs = distributed.divergences(rep.ranks)
+    divs = divergence.divergences(rep.ranks)
     ids = next(d for d in divs if d.aspect == "compile_ids")
     breaks = [m.compile_id for m in rep.ranks[1].compiles]
     assert [g.value for g in ids.groups] == ["2 compiles: 0/0 0/1", f"{len(breaks)} compiles: {' '.join(breaks)}"]

@@ -16,15 +16,15 @@ __all__ = ["capture", "capture_file", "load_report", "assert_compiles", "Report"
 
 
 def capture(model: Any, *inputs: Any, **kwargs: Any) -> "Report":
-    """Compile ``model`` once on ``inputs`` and return the report (see capture.engine.capture)."""
-    from tcinspect.recording.engine import capture as _capture
+    """Compile ``model`` once on ``inputs`` and return the report (see tcinspect.capturing.engine.capture)."""
+    from tcinspect.capturing.engine import capture as _capture
 
     return _capture(model, *inputs, **kwargs)
 
 
 def capture_file(path: Any, **kwargs: Any) -> "Report":
-    """Capture a model file or script (see capture.engine.capture_file)."""
-    from tcinspect.recording.engine import capture_file as _capture_file
+    """Capture a model file or script (see tcinspect.capturing.engine.capture_file)."""
+    from tcinspect.capturing.engine import capture_file as _capture_file
 
     return _capture_file(path, **kwargs)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from tcinspect.checks import Limits, check_limits
+from tcinspect.analysis.checks import Limits, check_limits
 from tcinspect.report import Options, Report
-from tcinspect.views import distinct_breaks
+from tcinspect.analysis.views import distinct_breaks
 
 
 def assert_compiles(model: Any, *inputs: Any, input_sets: Sequence[tuple] = (), max_graph_breaks: Optional[int] = 0,
@@ -23,7 +23,7 @@ def assert_compiles(model: Any, *inputs: Any, input_sets: Sequence[tuple] = (), 
         backend: "eager" (Dynamo only, fast) by default; "inductor" to count kernels.
     Returns the report, for further assertions.
     """
-    from tcinspect.recording.engine import capture
+    from tcinspect.capturing.engine import capture
 
     if max_kernels is not None and backend != "inductor":
         raise ValueError("max_kernels needs backend='inductor' (other backends generate no kernels)")

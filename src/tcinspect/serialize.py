@@ -61,7 +61,7 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         # counts added since the section began are written only when set, so earlier parse sections stay as they were
         out["parse"] = {k: v for k, v in _plain(rep.parse).items() if v or k in ("unknown_events", "lines_not_understood")}
     if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
-        from tcinspect.distributed import divergences, serialize_divergence
+        from tcinspect.analysis.divergence import divergences, serialize_divergence
 
         out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
         out["divergence"] = [serialize_divergence(d) for d in divergences(rep.ranks)]

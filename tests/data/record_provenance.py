@@ -103,7 +103,8 @@ def record(name: str, device: str, out: Path) -> None:
     import torch._inductor.debug as dbg
     from torch._logging import _internal
 
-    from tcinspect.recording import engine, provenance
+    from tcinspect.capturing import engine
+    from tcinspect.parse import provenance
     from tcinspect.report import Options
 
     model, inputs, extra = build(name, device)

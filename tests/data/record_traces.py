@@ -36,7 +36,7 @@ MODELS = {
     "layer_norm_shapes": ROOT / "sample_models" / "layer_norm_shapes.py",  # the batch grows: dynamic shapes
     "gpt2_tiny": ROOT / "tests" / "models" / "gpt2_tiny.py",  # transformers GPT-2, 2 layers, inference
 }
-# what tcinspect drops on reading (tcinspect.recording.events.IGNORED): left out to keep the files small
+# what tcinspect drops on reading (tcinspect.parse.events.IGNORED): left out to keep the files small
 DROPPED = {"chromium_event", "str", "describe_storage", "describe_tensor", "describe_source"}
 
 

@@ -10,10 +10,10 @@ import typer
 from tcinspect.cli import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode
-from tcinspect import distributed
+from tcinspect.analysis import divergence
 from tcinspect.render import breaks as render
 from tcinspect.render import ranks
-from tcinspect.views import breaks_document, fullgraph_ok
+from tcinspect.analysis.views import breaks_document, fullgraph_ok
 
 FullgraphCheck = Annotated[bool, typer.Option(
     "--fullgraph", help="Also say whether the model compiles with fullgraph=True (exit 1 if it does not).")]
@@ -49,7 +49,7 @@ def breaks(
         file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, rank=rank, strict=strict, timeout=timeout,
         nproc=nproc, launcher_args=torchrun_arg,
         show=lambda r: c.emit_document(
-            distributed.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,
-            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), distributed.breaks_key)), script=script)
-    if fullgraph and not all(fullgraph_ok(x) for _, x in distributed.per_rank(rep)):
+            divergence.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,
+            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), divergence.breaks_key)), script=script)
+    if fullgraph and not all(fullgraph_ok(x) for _, x in divergence.per_rank(rep)):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -64,7 +64,8 @@ def check(
     debug: c.DebugOpt = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
-    from tcinspect import checks, distributed
+    from tcinspect.analysis import checks
+    from tcinspect.analysis import divergence
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -91,17 +92,17 @@ def check(
                             strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         limits = checks.merged_limits(cli_limits, config, path)
-        for prefix, one in distributed.per_rank(rep):  # a distributed report: each rank against the budgets
-            outcome.findings += distributed.labelled(checks.check_limits(name, one, limits), prefix)
-        outcome.findings += distributed.divergence_findings(name, rep)
+        for prefix, one in divergence.per_rank(rep):  # a distributed report: each rank against the budgets
+            outcome.findings += divergence.labelled(checks.check_limits(name, one, limits), prefix)
+        outcome.findings += checks.divergence_findings(name, rep)
         if update:
             snapshots[name] = checks.snapshot(rep, compile_time=compile_time_tolerance is not None)
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
                                  f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
-            for prefix, one in distributed.per_rank(rep):
-                outcome.findings += distributed.labelled(checks.compare(name, one, base[name]), prefix)
+            for prefix, one in divergence.per_rank(rep):
+                outcome.findings += divergence.labelled(checks.compare(name, one, base[name]), prefix)
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))
@@ -127,7 +128,8 @@ def check(
 
 def _update(path: Path, snapshots: dict) -> None:
     """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
-    from tcinspect import checks, interrupts, outfile
+    from tcinspect.analysis import checks
+    from tcinspect import interrupts, outfile
 
     interrupts.check()
     models = {}

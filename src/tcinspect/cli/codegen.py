@@ -16,7 +16,7 @@ from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
 from tcinspect.report import NOT_RUN, Options, Report
-from tcinspect.views import (BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, kernel_time_share,
+from tcinspect.analysis.views import (BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, kernel_time_share,
                              kernels_of_line, kernels_of_module, nearest_kernel_names)
 
 KernelOpt = Annotated[Optional[str], typer.Option(

@@ -144,7 +144,7 @@ def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs
     """
     from tcinspect import interrupts
     from tcinspect.errors import StageFailedError
-    from tcinspect.sources import is_report_path, is_torch_trace, resolve
+    from tcinspect.request import is_report_path, is_torch_trace, resolve
 
     if script and model is not None:
         raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",

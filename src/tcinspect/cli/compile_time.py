@@ -54,8 +54,8 @@ def compile_time(
 
 
 def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path], tree: bool) -> None:
-    from tcinspect import compile_time as views
-    from tcinspect import distributed
+    from tcinspect.analysis import compile_time as views
+    from tcinspect.analysis import divergence
     from tcinspect.render import compiletime as render
     from rich.console import Group
 
@@ -79,4 +79,4 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
     def table(r: Report) -> Any:
         return Group(render.table(r), render.trees(r)) if tree else render.table(r)
 
-    c.emit_document(distributed.document(rep, views.document), fmt, output, lambda: ranks.per_rank(rep, table, id))
+    c.emit_document(divergence.document(rep, views.document), fmt, output, lambda: ranks.per_rank(rep, table, id))

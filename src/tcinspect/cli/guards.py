@@ -35,15 +35,15 @@ def guards(
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
     from dataclasses import replace
 
-    from tcinspect import distributed
+    from tcinspect.analysis import divergence
     from tcinspect.render import guards as render
     from tcinspect.render import ranks
-    from tcinspect.views import guards_document
+    from tcinspect.analysis.views import guards_document
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
                   also_accept=[replace(opts, backend="inductor")], nproc=nproc, launcher_args=torchrun_arg,
                   show=lambda r: c.emit_document(
-                      distributed.document(r, guards_document), fmt, output,
-                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), distributed.guards_key)), script=script)
+                      divergence.document(r, guards_document), fmt, output,
+                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), divergence.guards_key)), script=script)

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.report import Report
-from tcinspect.views import distinct_breaks, fullgraph_ok, ops_per_graph
+from tcinspect.analysis.views import distinct_breaks, fullgraph_ok, ops_per_graph
 
 
 def summary_line(rep: Report, fullgraph: bool = False) -> Text:

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.checks import Outcome
+from tcinspect.analysis.checks import Outcome
 
 _STYLE = {"fail": "bold red", "improved": "green", "ok": "dim"}
 

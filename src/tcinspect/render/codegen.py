@@ -8,9 +8,10 @@ from rich.text import Text
 
 from typing import Optional
 
-from tcinspect.render.table import ROW_LIMIT, code_panel, compact_lines, kernel_table
+from tcinspect.render.parts import code_panel
+from tcinspect.render.table import ROW_LIMIT, compact_lines, kernel_table
 from tcinspect.report import Kernel, OutputCode, Report
-from tcinspect.views import fusion_summary
+from tcinspect.analysis.views import fusion_summary
 
 
 def catalog(rep: Report, limit: Optional[int] = ROW_LIMIT) -> RenderableType:

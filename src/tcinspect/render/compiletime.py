@@ -10,8 +10,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect import compile_time as views
-from tcinspect.recording.compiletime import GROUP_TITLES, GROUPS
+from tcinspect.analysis import compile_time as views
+from tcinspect.parse.compiletime import GROUP_TITLES, GROUPS
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 
 #: One colour per phase group (the HTML timeline and its legend).

@@ -50,7 +50,7 @@ def user_kernels(rep: Report, code: bool = False) -> RenderableType:
                       ", ".join(k.mutated), k.constant_args)
         parts.append(t)
         if code:
-            from tcinspect.render.table import code_panel
+            from tcinspect.render.parts import code_panel
 
             seen = set()
             for k in st.user_kernels:
@@ -133,7 +133,7 @@ def _export_head(e: ExportRun) -> Text:
 
 def exports(rep: Report, graphs: bool = True) -> RenderableType:
     """`tcinspect export`: the matrix, then per mode the failure or the graph and its signature."""
-    from tcinspect.render.table import node_table
+    from tcinspect.render.parts import node_table
 
     matrix = Table(title="torch.export", title_justify="left", header_style="bold")
     matrix.add_column("mode")

@@ -15,7 +15,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Mapping, Optional, Sequence
 
-from tcinspect import views
+from tcinspect.analysis import views
 from tcinspect.render import svg
 from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
 from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, OutputCode, Report, guards_per_compile

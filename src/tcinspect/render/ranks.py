@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect import distributed
+from tcinspect.analysis import divergence as rank_divergence
 from tcinspect.render import table as single
 from tcinspect.report import OK, DdpSplit, Report
 
@@ -25,7 +25,7 @@ _COLUMNS = (("graphs", "graphs"), ("graph_breaks", "breaks"), ("recompiles", "re
 
 def ranks_table(rep: Report) -> Table:
     """One row per rank: how it ended and its counts; a count that differs from most ranks' is marked."""
-    rows = distributed.rank_values(rep)
+    rows = rank_divergence.rank_values(rep)
     # the DDP column only where DDPOptimizer split a graph
     columns = [(k, label) for k, label in _COLUMNS if k != "ddp_buckets" or any(v[k] for _, v in rows)]
     usual = {key: Counter(v[key] for _, v in rows).most_common(1)[0][0] for key, _ in columns} if rows else {}
@@ -39,7 +39,7 @@ def ranks_table(rep: Report) -> Table:
     t.add_column("note")
     for r, values in rows:
         cells = [Text(str(values[key]), style="" if values[key] == usual[key] else "bold yellow") for key, _ in columns]
-        note = distributed.outcome(r)
+        note = rank_divergence.outcome(r)
         t.add_row(str(r.rank), Text(r.status, style=_STATUS_STYLE.get(r.status, "")), *cells,
                   f"{values['compile_time_s']:.2f} s", Text(note, style="red" if r.status != OK else "dim"))
     return t
@@ -47,7 +47,7 @@ def ranks_table(rep: Report) -> Table:
 
 def divergence(rep: Report) -> RenderableType:
     """Where ranks differ, first compile first; or a line saying they agree."""
-    divs = distributed.divergences(rep.ranks)
+    divs = rank_divergence.divergences(rep.ranks)
     if not divs and any(r.status != OK for r in rep.ranks):
         # ranks that all failed alike agree on nothing worth saying: their error is the answer
         ended = ", ".join(f"rank {r.rank} {r.status}" for r in rep.ranks if r.status != OK)
@@ -55,7 +55,7 @@ def divergence(rep: Report) -> RenderableType:
     if not divs:
         return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
                     "recompiles, kernels and DDP splits", style="bold green")
-    first = distributed.first_compile(divs)
+    first = rank_divergence.first_compile(divs)
     head = Text("Divergence: ", style="bold red")
     ended = any(d.aspect == "status" for d in divs)
     if first:
@@ -73,7 +73,7 @@ def divergence(rep: Report) -> RenderableType:
         style = "bold" if d.compile_id == first and first else ""
         for i, g in enumerate(d.groups):
             t.add_row(Text(d.compile_id or "run", style=style) if i == 0 else "", d.aspect if i == 0 else "",
-                      distributed.ranks_text(g.ranks), g.value)
+                      rank_divergence.ranks_text(g.ranks), g.value)
     return Group(head, t)
 
 
@@ -147,13 +147,13 @@ def per_rank(rep: Report, view: Callable[[Report], RenderableType], key: Callabl
     if not rep.ranks:
         return view(rep)
     groups: dict[Any, list[int]] = {}
-    reports = {r.rank: distributed.rank_report(rep, r) for r in rep.ranks}
+    reports = {r.rank: rank_divergence.rank_report(rep, r) for r in rep.ranks}
     for rank, r in reports.items():
         groups.setdefault(key(r), []).append(rank)
     parts: list[RenderableType] = [overview(rep), Text("")]
     for ranks in groups.values():
         same = " (the same on each)" if len(ranks) > 1 else ""
-        parts.append(Text(f"── {distributed.ranks_text(ranks)}{same} ──", style="bold cyan"))
+        parts.append(Text(f"── {rank_divergence.ranks_text(ranks)}{same} ──", style="bold cyan"))
         parts.append(view(reports[ranks[0]]))
         parts.append(Text(""))
     return Group(*parts)

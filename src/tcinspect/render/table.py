@@ -7,11 +7,11 @@ from collections import Counter
 from typing import Iterable, Optional, Sequence
 
 from rich.console import Group, RenderableType
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Kernel, Report
+from tcinspect.render.parts import _clip, _limited, code_panel, node_table
+from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
 STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
@@ -109,48 +109,6 @@ def backward_inductor_s(rep: Report) -> float:
     return sum(t.inductor_s for t in ct.compiles if t.part == "backward") if ct is not None else 0.0
 
 
-def _shape(dtype: str, shape: Sequence[str]) -> str:
-    if not dtype:
-        return ""
-    return f"{dtype}[{', '.join(shape)}]" if dtype != "sym" else "sym"
-
-
-def _clip(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _limited(rows: Sequence, limit: Optional[int], table: Table) -> Sequence:
-    """The first ``limit`` rows (all when None); the table's caption says how many were left out."""
-    if limit is None or len(rows) <= limit:
-        return rows
-    table.caption = f"… {len(rows) - limit:,} more rows (use --all or --format yaml)"
-    table.caption_justify = "left"
-    return rows[:limit]
-
-
-def node_table(graph: Graph, title: str, limit: Optional[int] = None) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("op")
-    table.add_column("name", style="cyan")
-    table.add_column("target")
-    table.add_column("args", style="dim")
-    table.add_column("tensor", no_wrap=True)
-    table.add_column("source", style="dim")
-    saved = set(graph.saved_for_backward)
-    for i, n in enumerate(_limited(graph.nodes, limit, table)):
-        name = n.name + (" ★" if n.name in saved else "")
-        src = f"{n.source.short()}" if n.source else ""
-        table.add_row(str(i), n.op, name, _clip(n.target, 40), _clip(n.args, 40), _shape(n.dtype, n.shape), src)
-    return table
-
-
-def code_panel(code: str, title: str, language: str = "python") -> Panel:
-    from rich.syntax import Syntax  # pulls in pygments: only when code is shown
-
-    return Panel(Syntax(code.rstrip("\n"), language, line_numbers=False, word_wrap=True), title=title, title_align="left")
-
-
 def dynamo(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     st = rep.stages.dynamo
     parts: list[RenderableType] = [Text.assemble(("Dynamo  ", "bold magenta"), _status(st.status, st.error))]
@@ -208,7 +166,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = None) ->
 
 
 def _guards_without_graph(rep: Report) -> list[RenderableType]:
-    from tcinspect.views import guards_without_graph
+    from tcinspect.analysis.views import guards_without_graph
 
     without = guards_without_graph(rep)
     if not without:

@@ -45,7 +45,7 @@ HOME = "/home/user"
 
 def _child(model: str, out: str, device: str) -> None:
     from tcinspect import serialize
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
 
     rep = capture_file(model, fresh=True, quiet=True, options=Options(device=device))

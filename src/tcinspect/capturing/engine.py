@@ -12,10 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from tcinspect.recording import _compat, assemble, custom, modelfile, outputs, verify
-from tcinspect.recording import kernelbench, provenance
-from tcinspect.recording.fromevents import report_from_events
-from tcinspect.recording import events as ev_mod
+from tcinspect.capturing import _compat, custom, modelfile, outputs, verify
+from tcinspect.parse import assemble
+from tcinspect.analysis import roofline
+from tcinspect.capturing import gpu_timing
+from tcinspect.parse import provenance
+from tcinspect.parse.fromevents import report_from_events
+from tcinspect.parse import events as ev_mod
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
 
@@ -82,20 +85,6 @@ class Recorder(logging.Handler):
         super().close()
 
 
-def _move(value: Any, device: str) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, tuple):
-        return tuple(_move(v, device) for v in value)
-    if isinstance(value, list):
-        return [_move(v, device) for v in value]
-    if isinstance(value, dict):
-        return {k: _move(v, device) for k, v in value.items()}
-    return value
-
-
 def _check_device(device: str) -> None:
     if device in ("", "cpu"):
         return
@@ -159,17 +148,6 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
             sys.modules.setdefault(name, mod)
 
 
-def _model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
-    frame = modelfile.user_frame(exc, where) if where is not None else ""
-    if isinstance(exc, ModelExited):
-        return ModelRaisedError(f"{str(where) + ': ' if where else ''}{exc} inside forward",
-                                "raise an exception instead, or move the exit out of the model")
-    return ModelRaisedError(
-        f"{frame + ': ' if frame else ''}the model raised {modelfile.describe(exc)}",
-        "fix the model so that it runs eagerly (call it once without torch.compile to debug)",
-    )
-
-
 def _failure(exc: BaseException, custom_backend: str = "") -> assemble.Failure:
     root = _compat.compiler_error_root(exc)
     stage = _compat.stage_of_exception(exc)
@@ -181,17 +159,6 @@ def _failure(exc: BaseException, custom_backend: str = "") -> assemble.Failure:
         msg = f"--backend '{custom_backend}' raised {modelfile.describe(root)}"
         return assemble.Failure("dynamo", msg, blame=msg, fix="fix the backend (--debug shows the traceback)")
     return assemble.Failure(stage, modelfile.describe(root))
-
-
-class ModelExited(Exception):
-    """The model called sys.exit() while running: its own error, not a reason to stop tcinspect."""
-
-
-def _no_exit(fn: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except SystemExit as exc:
-        raise ModelExited(f"the model called sys.exit({exc.code!r})") from None
 
 
 class _Run:
@@ -258,7 +225,7 @@ class _Run:
         self.recorder.call = index
         self.calls += 1
         try:
-            out = _no_exit(self.step, compiled, inputs)
+            out = modelfile.no_exit(self.step, compiled, inputs)
             if index == 0 and self.reference is not None:
                 self.verification = verify.compare(self.reference, out, inputs, model, self.options)
             return True
@@ -268,14 +235,14 @@ class _Run:
                     # Dynamo re-raises an error it met while tracing from the frame's entry (the `def`
                     # line): run eagerly once to name the line that raised
                     try:
-                        _no_exit(self.step, model, inputs)
+                        modelfile.no_exit(self.step, model, inputs)
                     except Exception as eager_exc:  # noqa: BLE001
                         exc = eager_exc
                 return self._model_error(exc, where, index)
             # Dynamo also fails when the model itself is broken (it runs the ops on fake tensors
             # first): only an error eager mode does not reproduce is a compiler failure.
             try:
-                _no_exit(self.step, model, inputs)
+                modelfile.no_exit(self.step, model, inputs)
             except Exception as eager_exc:  # noqa: BLE001
                 return self._model_error(eager_exc, where, index)
             self.failure = _failure(exc, self.custom_backend or "")
@@ -283,7 +250,7 @@ class _Run:
 
     def _model_error(self, exc: BaseException, where: Optional[Path], index: int) -> bool:
         """The model's own error: fatal for example_inputs, recorded against an input set otherwise."""
-        err = _model_raised(exc, where)
+        err = modelfile.model_raised(exc, where)
         if index == 0:
             raise err from exc
         self.input_errors.append(InputSetError(index, err.cause))
@@ -327,13 +294,13 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     if opts.device:
         if hasattr(model, "to") and callable(model.to):
             model = model.to(opts.device)
-        inputs = _move(inputs, opts.device)
-        sets = [_move(s, opts.device) for s in sets]
+        inputs = modelfile.move(inputs, opts.device)
+        sets = [modelfile.move(s, opts.device) for s in sets]
     device = opts.device or _device_of(model, inputs)
     if opts.bench:
-        kernelbench.check(opts, device=device)
+        gpu_timing.check(opts, device=device)
     if opts.export:
-        from tcinspect.recording import exporting
+        from tcinspect.capturing import exporting
 
         return exporting.run(model, inputs, opts, target, device, where, quiet)
     run = _Run(opts, fresh, quiet)
@@ -346,12 +313,12 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
             if not run.call(model, compiled, args, where, index):
                 break
         # --bench: while the compiled frames are alive, time one more call's kernels
-        measured = (kernelbench.measure(model, compiled, inputs, run.step, opts)
+        measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts)
                     if opts.bench and run.failure is None else None)
     if measured is not None and opts.try_mode:
         # after the recording: the other mode's compile is no part of this report
-        kernelbench.try_mode(measured, model, inputs, run.step, opts)
-    return kernelbench.attach(run.report(target, device), measured)
+        gpu_timing.try_mode(measured, model, inputs, run.step, opts)
+    return roofline.attach(run.report(target, device), measured)
 
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
@@ -364,7 +331,7 @@ def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_n
     opts = options or Options()
     src = modelfile.read(path, model_name, as_script)
     if opts.bench:  # before the file runs or anything compiles
-        kernelbench.check(opts, script=src.is_script)
+        gpu_timing.check(opts, script=src.is_script)
     if src.is_script:
         return _capture_script(src, opts, fresh, list(script_args), model_name, quiet, forced=bool(as_script))
     with _isolated(src.path, None):

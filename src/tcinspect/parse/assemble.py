@@ -6,13 +6,13 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional
 
-from tcinspect.recording import events as ev_mod
-from tcinspect.recording.breaks import parse_break
-from tcinspect.recording.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
-from tcinspect.recording.fxgraph import parse_graph
-from tcinspect.recording.guards import parse_guards, suggest_recompile_fix
-from tcinspect.recording import provenance
-from tcinspect.recording.inductor import aot_id_of, parse_output_code, part_of
+from tcinspect.parse import events as ev_mod
+from tcinspect.parse.breaks import parse_break
+from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
+from tcinspect.parse.fxgraph import parse_graph
+from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
+from tcinspect.parse import provenance
+from tcinspect.parse.inductor import aot_id_of, parse_output_code, part_of
 from tcinspect.report import (
     FAILED,
     NOT_RUN,

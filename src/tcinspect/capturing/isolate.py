@@ -1,7 +1,7 @@
 """An isolated capture (the CLI's default): the compile runs in a child process, so a segfault, an abort
 or a hang (--timeout) becomes one clear error, and the stages recorded before it are still reported.
 
-The parent never imports torch: it starts ``python -m tcinspect.recording.isolate REQUEST`` and
+The parent never imports torch: it starts ``python -m tcinspect.capturing.isolate REQUEST`` and
 reads back either the report, the child's own one-line error, or (on a crash or timeout) the
 structured-trace events the child streamed to a file as they arrived.
 """
@@ -39,7 +39,7 @@ def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: 
         with open(t / "output.txt", "w+b") as output:
             # its own session: a Ctrl-C at the terminal reaches only us, and we end the child's whole
             # process group (its compile workers and g++ included) on the way out
-            proc = subprocess.Popen([sys.executable, "-m", "tcinspect.recording.isolate", str(t / "request.json")],
+            proc = subprocess.Popen([sys.executable, "-m", "tcinspect.capturing.isolate", str(t / "request.json")],
                                     env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             with interrupts.cleanup(lambda: _kill_group(proc)):
                 try:
@@ -122,8 +122,8 @@ def _signal_name(code: Optional[int]) -> str:
 
 def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
-    from tcinspect.recording import assemble, compiletime, provenance
-    from tcinspect.recording.events import parse_health, read_trace
+    from tcinspect.parse import assemble, compiletime, provenance
+    from tcinspect.parse.events import parse_health, read_trace
 
     # the child may have been stopped in the middle of writing a line
     evs, bad = read_trace(events_file) if events_file.exists() else ([], 0)
@@ -149,7 +149,7 @@ def _child(request_path: str) -> int:
     # a native crash (an abort or a segfault in an extension) leaves the Python stack here for the parent
     fault = open(req["fault"], "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
     faulthandler.enable(fault, all_threads=False)
-    from tcinspect.recording.engine import capture_file
+    from tcinspect.capturing.engine import capture_file
 
     try:
         rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tcinspect.recording.compiletime import BACKWARD_ROOT, FORWARD_ROOT, GROUP_TITLES, GROUPS, breakdown
+from tcinspect.parse.compiletime import BACKWARD_ROOT, FORWARD_ROOT, GROUP_TITLES, GROUPS, breakdown
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 
 #: Rows in the "slowest" lists.

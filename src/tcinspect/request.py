@@ -36,7 +36,7 @@ def is_report_path(file: str) -> bool:
 
 def is_torch_trace(file: str) -> bool:
     """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run."""
-    from tcinspect.recording.torchtrace import LOG_PREFIX, is_log
+    from tcinspect.parse.torchtrace import LOG_PREFIX, is_log
 
     path = Path(file)
     if path.is_dir():  # one without a log is not taken for one (the model-file reader says what it is)
@@ -58,14 +58,14 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
         if nproc is not None:
             raise UsageError(f"{file} is a TORCH_TRACE log, read as it is: --nproc runs a model file",
                              "leave out --nproc")
-        from tcinspect.recording import torchtrace
+        from tcinspect.parse import torchtrace
 
         rep = torchtrace.read(file, rank=rank)
         what = "TORCH_TRACE directory" if Path(file).is_dir() else "TORCH_TRACE log"
         ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
         resolved = Resolved(rep, f"read {what} {file}{ranks}", _warning(rep))
         if rep.ranks:
-            from tcinspect.distributed import raise_for_ranks
+            from tcinspect.analysis.divergence import raise_for_ranks
 
             raise_for_ranks(rep)
         elif not rep.ok:
@@ -99,13 +99,13 @@ def _warning(rep: Report) -> str:
 
 
 def _one_rank(rep: Report, rank: int, file: str) -> Report:
-    from tcinspect import distributed
+    from tcinspect.analysis import divergence
 
     found = next((r for r in rep.ranks if r.rank == rank), None)
     if found is None:
-        have = distributed.ranks_text([r.rank for r in rep.ranks]) if rep.ranks else "no ranks"
+        have = divergence.ranks_text([r.rank for r in rep.ranks]) if rep.ranks else "no ranks"
         raise UsageError(f"{file or 'the report'} has no rank {rank} ({have})", "pick another --rank")
-    return distributed.rank_report(rep, found)
+    return divergence.rank_report(rep, found)
 
 
 def _resolve(
@@ -128,7 +128,7 @@ def _resolve(
 
     ``also_accept`` lists other capture options whose cached reports answer too (a full
     Inductor trace answers `breaks`, which itself needs only Dynamo). ``nproc`` runs the file on
-    that many ranks under torchrun (tcinspect.distributed); ``timeout`` then bounds the whole job.
+    that many ranks under torchrun (tcinspect.capturing.launcher); ``timeout`` then bounds the whole job.
     ``isolate`` compiles in a child process even without ``timeout`` (a native crash is then a report).
     """
     if launcher_args and nproc is None:
@@ -151,13 +151,13 @@ def _resolve(
     path = Path(file)
     if not path.is_file():
         # let the model-file reader produce its precise error (missing, directory, ...)
-        from tcinspect.recording import modelfile
+        from tcinspect.capturing import modelfile
 
         modelfile.read(path, model_name, as_script)
         raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     if script_args:
-        from tcinspect.recording import modelfile
+        from tcinspect.capturing import modelfile
 
         if not modelfile.read(path, model_name, as_script).is_script:
             raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
@@ -175,20 +175,20 @@ def _resolve(
             return Resolved(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
 
     if nproc is not None:
-        from tcinspect import distributed
+        from tcinspect.capturing import launcher
 
         # raises, with the merged report, when a rank failed
-        report = distributed.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
+        report = launcher.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
                                      inputs_name=inputs_name, options=options, fresh=fresh,
                                      script_args=script_args, quiet=quiet, timeout=timeout, as_script=as_script)
     elif timeout is not None or isolate:
-        from tcinspect.recording.isolate import capture_isolated  # the child imports torch, not us
+        from tcinspect.capturing.isolate import capture_isolated  # the child imports torch, not us
 
         report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,
                                   fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout,
                                   as_script=as_script)
     else:
-        from tcinspect.recording.engine import capture_file  # torch is imported only here
+        from tcinspect.capturing.engine import capture_file  # torch is imported only here
 
         report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
                               script_args=script_args, quiet=quiet, as_script=as_script)

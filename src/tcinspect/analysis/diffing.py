@@ -6,9 +6,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcinspect.checks import BreakKey
+from tcinspect.analysis.checks import BreakKey
 from tcinspect.report import Report
-from tcinspect.views import distinct_breaks
+from tcinspect.analysis.views import distinct_breaks
 
 _COUNTS = ("graphs", "graph_breaks", "distinct_graph_breaks", "recompiles", "guards", "aot_graphs", "kernels")
 

@@ -14,9 +14,9 @@ import re
 from dataclasses import replace
 from typing import Iterable
 
-from tcinspect.recording import events as ev_mod
-from tcinspect.recording.events import Event
-from tcinspect.recording.fxgraph import parse_graph
+from tcinspect.parse import events as ev_mod
+from tcinspect.parse.events import Event
+from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import DdpBucket, DdpSplit, Graph, Node
 
 SPLIT_GRAPH = "optimize_ddp_split_graph"

@@ -10,9 +10,9 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from tcinspect import __version__
-from tcinspect.recording import assemble, compiletime
-from tcinspect.recording import breaks as breaks_mod
-from tcinspect.recording.events import Event
+from tcinspect.parse import assemble, compiletime
+from tcinspect.parse import breaks as breaks_mod
+from tcinspect.parse.events import Event
 from tcinspect.report import InputSetError, Options, ParseHealth, Report, Target, Verification
 
 

@@ -1,7 +1,7 @@
-"""The per-rank entry torchrun launches: ``python -m tcinspect.recording.rank``.
+"""The per-rank entry torchrun launches: ``python -m tcinspect.capturing.rank``.
 
 Each rank captures the model file (or script) in-process, as ``tcinspect trace`` does, and leaves
-its files where ``$TCINSPECT_RANKS_DIR`` says (``tcinspect.distributed.RankFiles``). Everything it
+its files where ``$TCINSPECT_RANKS_DIR`` says (``tcinspect.capturing.launcher.RankFiles``). Everything it
 could lose in a crash is written as it happens: its pid first (so a hung job can be killed), its
 output, each structured-trace event, and faulthandler's stack on a fatal signal or on torchrun's
 SIGTERM; its report (or its error) comes last. It exits 1 when the capture did not work, so that
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tcinspect import errors, serialize
-from tcinspect.distributed import RANKS_DIR_ENV, REQUEST, RankFiles
+from tcinspect.capturing.launcher import RANKS_DIR_ENV, REQUEST, RankFiles
 from tcinspect.report import options_from_json
 
 _KEEP_OPEN: list[TextIO] = []  # faulthandler writes to these until the process ends
@@ -38,7 +38,7 @@ def main() -> int:
     # chain=True: after the dump, SIGTERM still ends the rank as torchrun expects
     faulthandler.register(signal.SIGTERM, stopped, all_threads=True, chain=True)
 
-    from tcinspect.recording.engine import EVENTS_FILE_ENV, capture_file
+    from tcinspect.capturing.engine import EVENTS_FILE_ENV, capture_file
 
     os.environ[EVENTS_FILE_ENV] = str(files.events)
     req = json.loads((directory / REQUEST).read_text(encoding="utf-8"))

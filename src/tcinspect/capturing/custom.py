@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from tcinspect.errors import UsageError
-from tcinspect.recording import _compat
-from tcinspect.recording.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT
-from tcinspect.recording.inductor import short_dtype
+from tcinspect.capturing import _compat
+from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT
+from tcinspect.parse.inductor import short_dtype
 
 #: Backends a pass can run under, and how.
 PASS_BACKENDS = ("inductor", "aot_eager")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tcinspect.errors import UsageError
-from tcinspect.recording import outputs
+from tcinspect.capturing import outputs
 from tcinspect.report import Options, TensorCheck, Verification
 
 #: (rtol, atol) by dtype: torch.testing's defaults, loosened where a compiler may legitimately
@@ -88,9 +88,9 @@ def reference(model: Any, inputs: tuple, step: Callable[[Any, tuple], Any], wher
     try:
         out = step(twin, twin_inputs)
     except Exception as exc:  # noqa: BLE001 - the model's own error
-        from tcinspect.recording.engine import _model_raised
+        from tcinspect.capturing.modelfile import model_raised
 
-        raise _model_raised(exc, where) from exc
+        raise model_raised(exc, where) from exc
     flat = [(n, t.detach()) for n, t in outputs.named_tensors(out)]
     grads = {k: v.detach() for k, v in _grads(twin, twin_inputs).items()}
     return Reference(flat, grads, outputs.structure(out), _float64_run(model, inputs, step))

@@ -26,15 +26,15 @@ IGNORED = frozenset({"str", "describe_storage", "describe_tensor", "describe_sou
 
 #: torch's timed spans (dynamo_timed / chromium_event_timed, torch/_dynamo/utils.py ChromiumEventLogger):
 #: about 80% of all trace records. Each is kept compactly: its phase, name, time and the few arguments
-#: tcinspect reads (recording/compiletime.py); the rest (cache-key components, configs) is dropped.
+#: tcinspect reads (parse/compiletime.py); the rest (cache-key components, configs) is dropped.
 CHROMIUM_EVENT = "chromium_event"
 _CHROMIUM_ARGS = ("compile_id", "is_backward", "cache_state", "cache_bypass_reason", "time_saved_ms")
 
-#: tcinspect's own artifacts, logged on the same trace (recording/custom.py): what a custom backend
+#: tcinspect's own artifacts, logged on the same trace (capture/custom.py): what a custom backend
 #: was handed, and what each --pass changed.
 BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
 PASS_ARTIFACT = "tcinspect_pass"
-#: tcinspect's record of a graph's kernel provenance (recording/provenance.py: OWN)
+#: tcinspect's record of a graph's kernel provenance (parse/provenance.py: OWN)
 PROVENANCE_ARTIFACT = "tcinspect_provenance"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
@@ -235,8 +235,8 @@ def parse_health(events: Iterable[Event], lines_not_understood: int = 0,
     """What the parser did not understand in a run's events; None when it understood everything.
 
     ``unreadable``: known artifacts whose payload a stage parser could not read, by name
-    (recording/provenance.py: ``unreadable``). The other counts are a TORCH_TRACE log's
-    (recording/torchtrace.py).
+    (parse/provenance.py: ``unreadable``). The other counts are a TORCH_TRACE log's
+    (parse/torchtrace.py).
     """
     unknown: dict[str, int] = {}
     for ev in events:

@@ -274,3 +274,42 @@ def script_frame_error(exc: BaseException, path: Path) -> Optional[ModelRaisedEr
     where = user_frame(exc, path) or str(path)
     return ModelRaisedError(f"{where}: the script raised {describe(exc)}",
                             "fix the script (run it with python to see the full error)")
+
+
+# ----------------------------------------------------------------------------- running the user's model
+
+
+class ModelExited(Exception):
+    """The model called sys.exit() while running: its own error, not a reason to stop tcinspect."""
+
+
+def move(value: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(move(v, device) for v in value)
+    if isinstance(value, list):
+        return [move(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: move(v, device) for k, v in value.items()}
+    return value
+
+
+def model_raised(exc: BaseException, where: Optional[Path]) -> ModelRaisedError:
+    frame = user_frame(exc, where) if where is not None else ""
+    if isinstance(exc, ModelExited):
+        return ModelRaisedError(f"{str(where) + ': ' if where else ''}{exc} inside forward",
+                                "raise an exception instead, or move the exit out of the model")
+    return ModelRaisedError(
+        f"{frame + ': ' if frame else ''}the model raised {describe(exc)}",
+        "fix the model so that it runs eagerly (call it once without torch.compile to debug)",
+    )
+
+
+def no_exit(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except SystemExit as exc:
+        raise ModelExited(f"the model called sys.exit({exc.code!r})") from None

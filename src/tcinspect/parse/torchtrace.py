@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import IO, Iterator, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
-from tcinspect.recording import events as ev_mod
-from tcinspect.recording.events import Event
+from tcinspect.parse import events as ev_mod
+from tcinspect.parse.events import Event
 from tcinspect.report import EventCount, Options, ParseHealth, Report, Target
 
 #: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX), and a rank's ("rank_N_" when a
@@ -243,8 +243,8 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
     """One log's report (the same function a live capture's events go through) and its DDP splits.
 
     A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
-    from tcinspect.recording import ddp, provenance
-    from tcinspect.recording.fromevents import report_from_events
+    from tcinspect.parse import ddp, provenance
+    from tcinspect.parse.fromevents import report_from_events
 
     start = time.perf_counter()
     events, health = read_log(path)
@@ -311,7 +311,7 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
 
 
 def _ranks(ranks: dict[int, Path]) -> str:
-    from tcinspect.distributed import ranks_text
+    from tcinspect.analysis.divergence import ranks_text
 
     return ranks_text(list(ranks)).split(" ", 1)[1]
 
@@ -337,7 +337,7 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int,
 def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], shown_as: str, ignored: int) -> Report:
     """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
     ranks (one whose log cannot be read has status ``error``)."""
-    from tcinspect import distributed
+    from tcinspect.analysis import divergence
     from tcinspect.report import OK, RankReport
 
     ranks = [RankReport(rank=r, status="error", error=rep.one_line()) if isinstance(rep, TraceLogError) else
@@ -369,4 +369,4 @@ def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], show
     read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in read)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
-    return distributed.merge(base, ranks)
+    return divergence.merge(base, ranks)

@@ -10,8 +10,10 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from tcinspect.errors import ReportFormatError, UsageError
-from tcinspect.report import GraphBreak, Report
-from tcinspect.views import distinct_breaks
+from tcinspect.report import OK, GraphBreak, Report
+from tcinspect.analysis.divergence import (INFORMATIONAL_ASPECTS, TELLING_ASPECTS, break_line, compile_order, describe,
+                                            divergences, first_compile)
+from tcinspect.analysis.views import distinct_breaks
 
 BASELINE_SCHEMA = 1
 #: The counts a threshold or a baseline can limit, as named in the report's summary.
@@ -283,3 +285,28 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
 
 def models_in(files: Sequence[str], config: Config) -> list[str]:
     return list(files) if files else list(config.models)
+
+
+def divergence_findings(model: str, rep: Report) -> list[Any]:
+    """``check``'s findings: a failure for ranks that ended differently and one for the first compile
+    where they differ (at the user's line of a break only some ranks took); one pass if they agree."""
+    if not rep.ranks:
+        return []
+    # a cache outcome that differs (one rank filled a shared cache, the others read it) is shown, not failed
+    divs = tuple(d for d in divergences(rep.ranks) if d.aspect not in INFORMATIONAL_ASPECTS)
+    if not divs and any(r.status != OK for r in rep.ranks):
+        return []  # every rank failed alike: the failure is the finding, not an agreement
+    if not divs:
+        return [Finding(model, "rank divergence", "ok", f"all {len(rep.ranks)} ranks compiled the same")]
+    out = [Finding(model, "rank divergence", "fail", describe(d), rep.target.path) for d in divs if not d.compile_id]
+    first = first_compile(divs)
+    if first:
+        here = [d for d in divs if d.compile_id == first]
+        lead = min(here, key=lambda d: TELLING_ASPECTS.index(d.aspect) if d.aspect in TELLING_ASPECTS else len(TELLING_ASPECTS))
+        later = sorted({d.compile_id for d in divs if d.compile_id and d.compile_id != first}, key=compile_order)
+        message = (f"ranks diverge first at compile {first} ({', '.join(d.aspect for d in here)}): "
+                   + describe(lead).split("): ", 1)[1]
+                   + (f"; later compiles differ too: {', '.join(later)}" if later else ""))
+        file, line = break_line(rep.ranks, first) if lead.aspect == "graph_breaks" else (rep.target.path, 0)
+        out.append(Finding(model, "rank divergence", "fail", message, file, line))
+    return out

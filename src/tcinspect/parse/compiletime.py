@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional, Sequence
 
-from tcinspect.recording.events import CHROMIUM_EVENT, Event, compact_span, json_payload
+from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.report import (
     CacheLookup,
     CompileTime,

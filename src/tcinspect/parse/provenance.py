@@ -20,7 +20,7 @@ from typing import Any, Iterable, Optional
 
 from tcinspect import outfile
 from tcinspect.errors import TcinspectError
-from tcinspect.recording.events import PROVENANCE_ARTIFACT
+from tcinspect.parse.events import PROVENANCE_ARTIFACT
 from tcinspect.report import Graph, Kernel, SourceLocation
 
 NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"

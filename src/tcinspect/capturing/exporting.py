@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect import __version__
-from tcinspect.recording import _compat, outputs, verify
-from tcinspect.recording.fxgraph import parse_graph
+from tcinspect.capturing import _compat, outputs, verify
+from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import (
     NOT_RUN,
     AotiRun,
@@ -145,7 +145,7 @@ def _aoti_isolated(target: Target, mode: str, options: Options) -> AotiRun:
             "mode": mode, "options": {k: (list(v) if isinstance(v, tuple) else v)
                                       for k, v in dataclasses.asdict(options).items()},
             "result": str(result)}))
-        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "tcinspect.recording.exporting", str(request)],
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "tcinspect.capturing.exporting", str(request)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         package = f"model-{mode}.pt2"
         if result.is_file():
@@ -176,8 +176,7 @@ def _aoti_child(request_path: str) -> int:
     """The child's side: load the model file, export it, package it with AOTInductor, compare with eager."""
     import json
 
-    from tcinspect.recording import modelfile
-    from tcinspect.recording.engine import _move
+    from tcinspect.capturing import modelfile
 
     req = json.loads(Path(request_path).read_text())
     options = options_from_json(req["options"])
@@ -188,7 +187,7 @@ def _aoti_child(request_path: str) -> int:
     model, inputs = loaded.model, loaded.example_inputs
     if device:
         model = model.to(device) if hasattr(model, "to") else model
-        inputs = _move(inputs, device)
+        inputs = modelfile.move(inputs, device)
     import torch
 
     module = _as_module(model)

@@ -1,0 +1,362 @@
+"""Where the ranks of a distributed run diverge, and per-rank views (pure; no torch): the merged report,
+the error a failed rank means for the whole run, and the divergences between ranks' recordings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, Callable, Optional, Sequence
+
+from tcinspect.errors import CaptureCrashedError, RankFailedError, StageFailedError
+from tcinspect.report import OK, Divergence, RankGroup, RankReport, Report, break_identity
+
+#: Rank statuses with no result file: the rank ended before it could write one.
+ENDED = ("crashed", "timed_out", "stopped", "missing")
+#: Ranks whose run finished: a compile they lack is a divergence, not a rank that stopped early.
+_FINISHED = ("ok", "failed", "error")
+
+
+def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
+    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed."""
+    failed = [r for r in ranks if r.status != OK]
+    error = "; ".join(f"rank {r.rank} {r.status}: {outcome(r)}" for r in failed)
+    return base.replace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), error=error,
+                        timings=tuple(base.timings) + tuple(timings))
+
+
+def raise_for_ranks(rep: Report, timeout: Optional[float] = None) -> None:
+    """The error a failed rank means for the whole run, carrying the merged report (exit 4, 2 or 3)."""
+    bad = [r for r in rep.ranks if r.status != OK]
+    if not bad:
+        return
+    n = len(rep.ranks)
+    # a rank that torchrun stopped is a consequence of another's failure, not a cause
+    causes = [r for r in bad if r.status != "stopped"] or bad
+    first = causes[0]
+    also = [r for r in bad if r is not first]
+    tail = f"; {', '.join(f'rank {r.rank} {r.status}' for r in also)}" if also else ""
+    if timeout is not None:
+        running = ", ".join(f"rank {r.rank}" + (f" in {r.where}" if r.where else "") for r in bad
+                            if r.status == "timed_out")
+        raise CaptureCrashedError(f"the torchrun job ran past --timeout {timeout:g} s and was stopped "
+                                  f"({running or 'no rank was running'})",
+                                  "look for a hang, or a collective one rank never reaches (the table shows where "
+                                  "each rank was), or raise --timeout", rep)
+    if any(r.status in ENDED for r in causes):
+        raise CaptureCrashedError(f"rank {first.rank} of {n} {first.status}: {outcome(first)}{tail}",
+                                  "each rank's stages recorded before it ended are shown, and its own output "
+                                  "above ([rank N] lines)", rep)
+    if any(r.status == "error" for r in causes):
+        first = next(r for r in causes if r.status == "error")
+        cause, _, fix = first.error.partition(" — ")
+        raise RankFailedError(f"rank {first.rank} of {n}: {cause}{tail}", fix, rep)
+    raise StageFailedError(f"rank {first.rank} of {n}: {first.error}{tail}",
+                           "the report shows the stages that worked on each rank; --debug for details", rep)
+
+
+# ----------------------------------------------------------------------------- per-rank views
+
+
+def rank_report(rep: Report, rr: RankReport) -> Report:
+    """One rank as a whole report (for the commands and checks that read one)."""
+    return rep.replace(stages=rr.stages, compiles=rr.compiles, calls=rr.calls, input_errors=rr.input_errors,
+                       device=rr.device or rep.device, error="" if rr.status == OK else rr.error, ranks=(),
+                       compile_time=rr.compile_time)
+
+
+def per_rank(rep: Report) -> list[tuple[str, Report]]:
+    """(prefix, report) for each rank of a distributed report ("rank 1: "); just ``("", rep)`` otherwise."""
+    if not rep.ranks:
+        return [("", rep)]
+    return [(f"rank {r.rank}: ", rank_report(rep, r)) for r in rep.ranks]
+
+
+def labelled(findings: Sequence[Any], prefix: str) -> list[Any]:
+    """``check`` findings of one rank, each message starting with the rank."""
+    return [replace(f, message=prefix + f.message) for f in findings]
+
+
+def document(rep: Report, build: Callable[[Report], dict[str, Any]]) -> dict[str, Any]:
+    """A command's YAML/JSON document, with each rank's own under ``ranks`` and the divergences."""
+    doc = build(rep)
+    if not rep.ranks:
+        return doc
+    shared = ("torch_version", "target", "device")
+    doc["ranks"] = [{"rank": r.rank, "status": r.status, "error": r.error,
+                     **{k: v for k, v in build(rank_report(rep, r)).items() if k not in shared}} for r in rep.ranks]
+    doc["divergence"] = [serialize_divergence(d) for d in divergences(rep.ranks)]
+    return doc
+
+
+def serialize_divergence(d: Divergence) -> dict[str, Any]:
+    return {"compile_id": d.compile_id, "aspect": d.aspect,
+            "groups": [{"ranks": list(g.ranks), "value": g.value} for g in d.groups]}
+
+
+#: Aspects shown in the divergence but not failed by ``check`` (compile_ids repeats the compile aspect).
+INFORMATIONAL_ASPECTS = ("cache", "compile_ids")
+#: The aspect that best says why ranks differ at a compile, most telling first (the rest follow from it).
+TELLING_ASPECTS = ("graph_breaks", "recompiles", "compile", "graph", "ddp_split", "guards", "kernels")
+
+
+def break_line(ranks: Sequence[RankReport], cid: str) -> tuple[str, int]:
+    """Where the first break at ``cid`` is, on the first rank that broke there."""
+    for r in ranks:
+        for b in r.stages.dynamo.graph_breaks:
+            if b.compile_id == cid and b.user_frame is not None:
+                return b.user_frame.file, b.user_frame.line
+    return "", 0
+
+
+def describe(d: Divergence) -> str:
+    """One line: where and how ranks differ."""
+    where = f"at compile {d.compile_id}" if d.compile_id else "in the run"
+    groups = "; ".join(f"{ranks_text(g.ranks)}: {g.value}" for g in d.groups)
+    return f"ranks diverge {where} ({d.aspect}): {groups}"
+
+
+def ranks_text(ranks: Sequence[int]) -> str:
+    """``rank 1`` / ``ranks 0, 2-5``."""
+    spans: list[str] = []
+    nums = sorted(ranks)
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        spans.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ("rank " if len(nums) == 1 else "ranks ") + ", ".join(spans)
+
+
+# ----------------------------------------------------------------------------- divergence
+
+
+def divergences(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
+    """Where ranks differ: a run-level status difference first, then each compile in order,
+    comparing its presence, graph, graph breaks, guards, recompile, kernels and DDP split."""
+    if len(ranks) < 2:
+        return ()
+    out: list[Divergence] = []
+    status = _diverging("", "status", {r.rank: _status(r) for r in ranks})
+    if status is not None:
+        out.append(status)
+    views = [_RankView(r) for r in ranks]
+    for cid in sorted({c for v in views for c in v.compile_ids}, key=compile_order):
+        present = [v for v in views if cid in v.compile_ids]
+        # a rank that ended early is compared on the compiles it reached, not on those it never got to
+        absent = [v for v in views if cid not in v.compile_ids and v.rank.status in _FINISHED]
+        if absent:
+            values = {v.rank.rank: ("compiled", f"compiled {v.function(cid)}".strip()) for v in present}
+            values.update({v.rank.rank: ("absent", "not compiled") for v in absent})
+            d = _diverging(cid, "compile", values)
+            if d is not None:
+                out.append(d)
+            continue
+        here = len(out)
+        for aspect, value in _ASPECTS:
+            d = _diverging(cid, aspect, {v.rank.rank: value(v, cid) for v in present})
+            if d is not None:
+                out.append(d)
+        if len(out) == here:  # the same compile on every rank: did they all compile it, or load it from a cache?
+            d = _diverging(cid, "cache", {v.rank.rank: _cache(v, cid) for v in present})
+            if d is not None:
+                out.append(d)
+    finished = [v for v in views if v.rank.status in _FINISHED]
+    d = _diverging("", "compile_ids", {v.rank.rank: _compile_ids(v) for v in finished})
+    if d is not None:
+        out.append(d)
+    if not any(d.aspect == "guards" for d in out):
+        return tuple(out)
+    return tuple(_describe_guards(d, views) if d.aspect == "guards" else d for d in out)
+
+
+def first_compile(divs: Sequence[Divergence]) -> str:
+    """The first compile id where ranks differ ('' if they differ only in how the run ended)."""
+    return next((d.compile_id for d in divs if d.compile_id), "")
+
+
+def compile_order(cid: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", cid))
+
+
+class _RankView:
+    """One rank's report indexed by compile id."""
+
+    def __init__(self, rank: RankReport) -> None:
+        self.rank = rank
+        dyn = rank.stages.dynamo
+        self.graphs = {g.compile_id: g for g in dyn.graphs}
+        self.breaks: dict[str, list] = {}
+        for b in dyn.graph_breaks:
+            self.breaks.setdefault(b.compile_id, []).append(b)
+        self.recompiles = {r.compile_id: r for r in dyn.recompiles}
+        self.outputs: dict[str, list] = {}
+        for o in rank.stages.inductor.outputs:
+            self.outputs.setdefault(o.compile_id, []).append(o)
+        self.splits = {s.compile_id: s for s in rank.ddp_splits}
+        self.metrics = {m.compile_id: m for m in rank.compiles}
+        self.compile_ids = set(self.graphs) | set(self.breaks) | set(self.recompiles) | set(self.outputs) | \
+            set(self.metrics)
+
+    def function(self, cid: str) -> str:
+        g = self.graphs.get(cid)
+        m = self.metrics.get(cid)
+        return (g.function if g else "") or (m.function if m else "")
+
+
+def _clip(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _status(r: RankReport) -> tuple[Any, str]:
+    text = r.status if r.status == OK else f"{r.status}: {outcome(r)}"
+    return (r.status, r.error, r.where), _clip(text)
+
+
+def outcome(r: RankReport) -> str:
+    """How a rank ended, with the user's line it was at when it crashed, hung or was stopped."""
+    cause = r.error.partition(" — ")[0]  # a rank's error keeps its fix; the table shows the cause
+    return cause + (f" (in {r.where})" if r.where and r.status in ENDED else "")
+
+
+def _graph(v: _RankView, cid: str) -> tuple[Any, str]:
+    g = v.graphs.get(cid)
+    if g is None:
+        return None, "no graph"
+    nodes = g.graph.nodes
+    key = tuple((n.op, n.target, n.dtype, n.shape) for n in nodes)
+    calls = [n.target.rsplit(".", 1)[-1] for n in nodes if n.op in ("call_function", "call_method", "call_module")]
+    inputs = ", ".join(f"{n.dtype}[{', '.join(n.shape)}]" for n in nodes if n.op == "placeholder" and n.dtype)
+    text = _clip(f"{g.graph.op_count} ops: {', '.join(calls)}", 90)
+    return key, text + (f" · inputs {_clip(inputs, 60)}" if inputs else "")
+
+
+def _breaks(v: _RankView, cid: str) -> tuple[Any, str]:
+    items = v.breaks.get(cid, [])
+    if not items:
+        return (), "no graph break"
+    key = tuple(sorted({break_identity(b) for b in items}))
+    text = "; ".join(f"{b.break_type} at {b.user_frame.short() if b.user_frame else '?'}" for b in items)
+    return key, _clip(text)
+
+
+# object ids and addresses in guards (ID_MATCH, TYPE_MATCH, ...) differ from process to process
+_ADDRESS = re.compile(r"\b\d{7,}\b|0x[0-9a-fA-F]{6,}")
+# each rank runs on its own GPU, so a tensor guard's device index differs by design: TENSOR_MATCH
+# prints it as "device=1" (torch 2.11-2.15), a device as "cuda:1"
+_DEVICE_INDEX = re.compile(r"(?<=device=)\d+|(?<=cuda:)\d+")
+_KEYSET = re.compile(r"DispatchKeySet\([^)]*\),\s*")
+
+
+def guard_key(g: Any) -> tuple[str, str, str]:
+    """A guard as ranks compare it: without object ids and without the rank's own GPU index."""
+    return g.guard_type, g.source, _DEVICE_INDEX.sub("#", _ADDRESS.sub("#", g.expression))
+
+
+def _guards(v: _RankView, cid: str) -> tuple[Any, str]:
+    g = v.graphs.get(cid)
+    keys = frozenset(guard_key(x) for x in g.guards) if g is not None else frozenset()
+    return keys, f"{len(keys)} guards"
+
+
+def _recompiles(v: _RankView, cid: str) -> tuple[Any, str]:
+    r = v.recompiles.get(cid)
+    if r is None:
+        return None, "no recompile"
+    return r.reasons, _clip("recompiled: " + ("; ".join(r.reasons) or "(PyTorch gave no reason)"))
+
+
+def _kernels(v: _RankView, cid: str) -> tuple[Any, str]:
+    outs = v.outputs.get(cid, [])
+    key = tuple((o.part, tuple(k.name for k in o.kernels)) for o in outs)
+    names = [k.name for o in outs for k in o.kernels]
+    return key, _clip(f"{len(names)} kernels" + (f": {', '.join(names)}" if names else ""))
+
+
+def _cache(v: _RankView, cid: str) -> tuple[Any, str]:
+    """The compile's cache outcomes: AOTAutograd's, then the FX graph cache's for each Inductor output."""
+    m = v.metrics.get(cid)
+    aot = m.aot_autograd_cache if m is not None else ""
+    fx = tuple((o.part, o.cache) for o in v.outputs.get(cid, []) if o.cache)
+    if not aot and not fx:
+        return ((), ()), "no cache look-up"
+    text = ([f"AOTAutograd cache {aot}"] if aot else []) + [f"FX graph cache {part} {state}" for part, state in fx]
+    return (aot, fx), ", ".join(text)
+
+
+def _compile_ids(v: _RankView) -> tuple[Any, str]:
+    ids = tuple(sorted(v.compile_ids, key=compile_order))
+    return ids, _clip(f"{len(ids)} compiles: {' '.join(ids)}")
+
+
+def _ddp(v: _RankView, cid: str) -> tuple[Any, str]:
+    s = v.splits.get(cid)
+    if s is None:
+        return None, "not split"
+    key = tuple((c.name, c.parameters) for c in s.children)
+    return key, _clip(f"{len(s.children)} buckets: " + " | ".join(
+        f"{c.name} {len(c.parameters)} params" for c in s.children))
+
+
+_ASPECTS: tuple[tuple[str, Callable[[_RankView, str], tuple[Any, str]]], ...] = (
+    ("graph", _graph), ("graph_breaks", _breaks), ("guards", _guards), ("recompiles", _recompiles),
+    ("kernels", _kernels), ("ddp_split", _ddp),
+)
+
+
+def _diverging(cid: str, aspect: str, values: dict[int, tuple[Any, str]]) -> Optional[Divergence]:
+    """Ranks grouped by value (first-rank order); None when they all agree."""
+    groups: dict[Any, list[int]] = {}
+    texts: dict[Any, str] = {}
+    for rank in sorted(values):
+        key, text = values[rank]
+        groups.setdefault(key, []).append(rank)
+        texts.setdefault(key, text)
+    if len(groups) < 2:
+        return None
+    return Divergence(compile_id=cid, aspect=aspect,
+                      groups=tuple(RankGroup(tuple(ranks), texts[key]) for key, ranks in groups.items()))
+
+
+def _describe_guards(d: Divergence, views: Sequence[_RankView]) -> Divergence:
+    """Each group's guards that not every group has: what one rank assumed and another did not."""
+    by_rank = {v.rank.rank: v for v in views}
+    sets = []
+    for g in d.groups:
+        graph = by_rank[g.ranks[0]].graphs.get(d.compile_id)
+        sets.append({guard_key(x): x for x in (graph.guards if graph is not None else ())})
+    common = set.intersection(*(set(s) for s in sets))
+    groups = []
+    for g, guards in zip(d.groups, sets):
+        own = [_KEYSET.sub("", x.expression) for k, x in guards.items() if k not in common]
+        text = f"{len(guards)} guards" + (f"; only here: {'; '.join(own[:3])}" + (" …" if len(own) > 3 else "")
+                                          if own else "")
+        groups.append(RankGroup(g.ranks, _clip(text, 160)))
+    return Divergence(d.compile_id, d.aspect, tuple(groups))
+
+
+def rank_values(rep: Report) -> list[tuple[RankReport, dict[str, Any]]]:
+    """Each rank with the summary counts the per-rank table shows."""
+    out = []
+    for r in rep.ranks:
+        s = r.summary
+        out.append((r, {"graphs": s.graphs, "graph_breaks": s.graph_breaks, "recompiles": s.recompiles,
+                        "guards": s.guards, "kernels": s.kernels,
+                        "ddp_buckets": sum(len(x.children) for x in r.ddp_splits),
+                        "compile_time_s": s.compile_time_s}))
+    return out
+
+
+def breaks_key(rep: Report) -> Any:
+    """What the `breaks` view of a rank shows: ranks with the same key are shown once."""
+    dyn = rep.stages.dynamo
+    return (tuple(g.graph.op_count for g in dyn.graphs),
+            tuple((b.compile_id, break_identity(b)) for b in dyn.graph_breaks))
+
+
+def guards_key(rep: Report) -> Any:
+    """What the `guards` view of a rank shows, with object ids (which differ per process) masked."""
+    dyn = rep.stages.dynamo
+    return (tuple((g.compile_id, frozenset(guard_key(x) for x in g.guards)) for g in dyn.graphs),
+            tuple((r.compile_id, r.reasons) for r in dyn.recompiles))
