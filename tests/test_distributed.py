@@ -22,6 +22,7 @@ from tcinspect.analysis import checks, divergence
 from tcinspect import serialize
 from tcinspect.errors import CaptureCrashedError, DeviceError, ExitCode, UsageError
 from tcinspect.parse import ddp
+from tcinspect.parse import ranks as ranks_mod
 from tcinspect.parse.events import Event, to_json_line
 from tcinspect.render import ranks as render
 from tcinspect.report import (
@@ -58,7 +59,7 @@ def _rank(rank: int, *, branch: bool = False, status: str = "ok", error: str = "
 def _merged(*ranks: RankReport) -> Report:
     base = Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py"),
                   stages=ranks[0].stages, compiles=ranks[0].compiles, tcinspect_version="0.1.0")
-    return divergence.merge(base, ranks, timings=(("torchrun_s", 9.5),))
+    return ranks_mod.merge(base, ranks, timings=(("torchrun_s", 9.5),))
 
 
 def _text(renderable) -> str:
@@ -110,7 +111,7 @@ def test_groups_of_ranks_and_rank_ranges():
     divs = divergence.divergences([_rank(0), _rank(1, branch=True), _rank(2), _rank(3, branch=True)])
     brk = next(d for d in divs if d.aspect == "graph_breaks")
     assert [g.ranks for g in brk.groups] == [(0, 2), (1, 3)]
-    assert divergence.ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and divergence.ranks_text((1,)) == "rank 1"
+    assert ranks_mod.ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and ranks_mod.ranks_text((1,)) == "rank 1"
 
 
 def test_a_rank_that_crashed_is_compared_on_what_it_reached():

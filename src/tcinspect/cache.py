@@ -23,7 +23,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional, Sequence
 
-from tcinspect import __version__, outfile, serialize
+from tcinspect._version import __version__
+from tcinspect import outfile, serialize
 from tcinspect.errors import ReportFormatError, TcinspectError
 from tcinspect.report import SCHEMA_VERSION, Options, Report, Stages
 

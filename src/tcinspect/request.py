@@ -100,10 +100,11 @@ def _warning(rep: Report) -> str:
 
 def _one_rank(rep: Report, rank: int, file: str) -> Report:
     from tcinspect.analysis import divergence
+    from tcinspect.parse.ranks import ranks_text
 
     found = next((r for r in rep.ranks if r.rank == rank), None)
     if found is None:
-        have = divergence.ranks_text([r.rank for r in rep.ranks]) if rep.ranks else "no ranks"
+        have = ranks_text([r.rank for r in rep.ranks]) if rep.ranks else "no ranks"
         raise UsageError(f"{file or 'the report'} has no rank {rank} ({have})", "pick another --rank")
     return divergence.rank_report(rep, found)
 

@@ -8,20 +8,11 @@ from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
 from tcinspect.errors import CaptureCrashedError, RankFailedError, StageFailedError
+from tcinspect.parse.ranks import ENDED, outcome, ranks_text
 from tcinspect.report import OK, Divergence, RankGroup, RankReport, Report, break_identity
 
-#: Rank statuses with no result file: the rank ended before it could write one.
-ENDED = ("crashed", "timed_out", "stopped", "missing")
 #: Ranks whose run finished: a compile they lack is a divergence, not a rank that stopped early.
 _FINISHED = ("ok", "failed", "error")
-
-
-def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
-    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed."""
-    failed = [r for r in ranks if r.status != OK]
-    error = "; ".join(f"rank {r.rank} {r.status}: {outcome(r)}" for r in failed)
-    return base.replace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), error=error,
-                        timings=tuple(base.timings) + tuple(timings))
 
 
 def raise_for_ranks(rep: Report, timeout: Optional[float] = None) -> None:
@@ -115,20 +106,6 @@ def describe(d: Divergence) -> str:
     return f"ranks diverge {where} ({d.aspect}): {groups}"
 
 
-def ranks_text(ranks: Sequence[int]) -> str:
-    """``rank 1`` / ``ranks 0, 2-5``."""
-    spans: list[str] = []
-    nums = sorted(ranks)
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        spans.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ("rank " if len(nums) == 1 else "ranks ") + ", ".join(spans)
-
-
 # ----------------------------------------------------------------------------- divergence
 
 
@@ -212,12 +189,6 @@ def _clip(text: str, width: int = 100) -> str:
 def _status(r: RankReport) -> tuple[Any, str]:
     text = r.status if r.status == OK else f"{r.status}: {outcome(r)}"
     return (r.status, r.error, r.where), _clip(text)
-
-
-def outcome(r: RankReport) -> str:
-    """How a rank ended, with the user's line it was at when it crashed, hung or was stopped."""
-    cause = r.error.partition(" — ")[0]  # a rank's error keeps its fix; the table shows the cause
-    return cause + (f" (in {r.where})" if r.where and r.status in ENDED else "")
 
 
 def _graph(v: _RankView, cid: str) -> tuple[Any, str]:

@@ -261,7 +261,7 @@ class _Run:
         # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
         return report_from_events(
             events, target=target, options=self.options, device=device, torch_version=_compat.torch_version(),
-            parse=ev_mod.parse_health(events, unreadable=provenance.unreadable(events)), failure=self.failure,
+            failure=self.failure,
             side_table=self.side_table, verification=self.verification, calls=self.calls, input_errors=self.input_errors,
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4))))
 

@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Optional
 
-from tcinspect import __version__
+from tcinspect._version import __version__
 from tcinspect.capturing import _compat, outputs, verify
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import (

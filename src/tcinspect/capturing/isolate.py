@@ -122,25 +122,14 @@ def _signal_name(code: Optional[int]) -> str:
 
 def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
-    from tcinspect.parse import assemble, compiletime, provenance
-    from tcinspect.parse.events import parse_health, read_trace
+    from tcinspect.cache import installed_torch_version
+    from tcinspect.parse.events import read_trace
+    from tcinspect.parse.fromevents import SourceHealth, partial_report as from_events
 
     # the child may have been stopped in the middle of writing a line
     evs, bad = read_trace(events_file) if events_file.exists() else ([], 0)
-    stage = "dynamo"
-    for e in evs:
-        if e.name.startswith(("aot_", "aotautograd")):
-            stage = "aot_autograd"
-        elif e.name.startswith(("inductor_", "fx_graph_", "triton_")):
-            stage = "inductor"
-    failure = assemble.Failure(stage, why)
-    stages, metrics = assemble.build(evs, backend=options.backend, failure=failure)
-    from tcinspect.cache import installed_torch_version
-
-    return Report(torch_version=installed_torch_version(), device=options.device or "?",
-                  target=Target(kind="model", path=str(path), model_name=model_name),
-                  options=options, stages=stages, compiles=metrics, error=f"{stage} stage: {why}",
-                  parse=parse_health(evs, bad, unreadable=provenance.unreadable(evs)), compile_time=compiletime.build(evs, stages.dynamo.recompiles))
+    return from_events(evs, why, target=Target(kind="model", path=str(path), model_name=model_name), options=options,
+                       torch_version=installed_torch_version(), source=SourceHealth(lines_not_understood=bad))
 
 
 def _child(request_path: str) -> int:

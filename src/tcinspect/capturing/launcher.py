@@ -27,13 +27,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from tcinspect import __version__, interrupts, serialize
+from tcinspect._version import __version__
+from tcinspect import interrupts, serialize
 from tcinspect.errors import (
     DeviceError,
     TcinspectError,
     UsageError,
 )
-from tcinspect.analysis.divergence import merge, raise_for_ranks
+from tcinspect.analysis.divergence import raise_for_ranks
+from tcinspect.parse.ranks import merge
 from tcinspect.report import (
     OK,
     Options,
@@ -314,9 +316,9 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
     if data is not None and "error" in data:
         err = data["error"]
         text = TcinspectError(str(err.get("cause", "")), str(err.get("fix", ""))).one_line()
-        partial = _recorded(events, options, None)
-        return (RankReport(rank=files.rank, status="error", error=text, device=options.device, stages=partial[0],
-                           compiles=partial[1], ddp_splits=splits, compile_time=_compile_time(events)), None)
+        recorded = _from_events(events, path, model_name, options)
+        return (RankReport(rank=files.rank, status="error", error=text, device=options.device, stages=recorded.stages,
+                           compiles=recorded.compiles, ddp_splits=splits, compile_time=recorded.compile_time), None)
     fault, stopped = _read_text(files.fault), _read_text(files.stopped)
     fatal = _FATAL.search(fault)
     if not files.pid.exists():
@@ -332,28 +334,23 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
     where = _where(fault or stopped, path)
     if not files.events.exists():
         return RankReport(rank=files.rank, status=status, error=why, where=where, device=options.device), None
-    partial = _partial_stages(files.events, path, model_name, options, f"rank {files.rank} {status}: {why}")
+    partial = _from_events(events, path, model_name, options, f"rank {files.rank} {status}: {why}")
     return RankReport(rank=files.rank, status=status, error=why, where=where, device=options.device,
                       stages=partial.stages, compiles=partial.compiles, ddp_splits=splits,
                       compile_time=partial.compile_time), None
 
 
-def _recorded(events: list, options: Options, failure: Any) -> tuple[Any, Any]:
-    from tcinspect.parse import assemble
+def _from_events(events: list, path: Path, model_name: str, options: Options, why: str = "") -> Report:
+    """What a rank that wrote no report recorded, through the one events -> report function; ``why`` is
+    how it ended (the last stage it reached carries it), "" when it ended with its own error."""
+    from tcinspect.cache import installed_torch_version
+    from tcinspect.parse.fromevents import partial_report, report_from_events
 
-    return assemble.build(events, backend=options.backend, failure=failure)
-
-
-def _compile_time(events: list) -> Any:
-    from tcinspect.parse import compiletime
-
-    return compiletime.build(events)
-
-
-def _partial_stages(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
-    from tcinspect.capturing.isolate import partial_report
-
-    return partial_report(events_file, path, model_name, options, why)
+    target = Target(kind="model", path=str(path), model_name=model_name)
+    if why:
+        return partial_report(events, why, target=target, options=options, torch_version=installed_torch_version())
+    return report_from_events(events, target=target, options=options, device=options.device or "?",
+                              torch_version=installed_torch_version())
 
 
 def _complete_lines(events_file: Path) -> bool:

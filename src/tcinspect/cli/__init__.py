@@ -12,44 +12,20 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
-import typer
 
-from tcinspect import __version__, interrupts
-from tcinspect.cli.common import EXIT_CODES_HELP
+from tcinspect import interrupts
 from tcinspect.errors import ExitCode, Interrupted, TcinspectError
 
-app = typer.Typer(
-    name="tcinspect",
-    help="Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile.\n\n" + EXIT_CODES_HELP,
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-
-
-def _version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"tcinspect {__version__}\n")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", help="Print tcinspect's version and exit.",
-                                       callback=_version, is_eager=True)) -> None:
-    """Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile."""
-
-
-from tcinspect.cli import trace as _trace  # noqa: E402,F401  (registers the command)
-from tcinspect.cli import breaks as _breaks  # noqa: E402,F401
-from tcinspect.cli import codegen as _codegen  # noqa: E402,F401
-from tcinspect.cli import check as _check  # noqa: E402,F401
-from tcinspect.cli import diff as _diff  # noqa: E402,F401
-from tcinspect.cli import guards as _guards  # noqa: E402,F401
-from tcinspect.cli import verify as _verify  # noqa: E402,F401
-from tcinspect.cli import export as _export  # noqa: E402,F401
-from tcinspect.cli import compile_time as _compile_time  # noqa: E402,F401
+from tcinspect.cli._app import app  # the commands below register on it
+from tcinspect.cli import trace as _trace  # noqa: F401  (registers the command)
+from tcinspect.cli import breaks as _breaks  # noqa: F401
+from tcinspect.cli import codegen as _codegen  # noqa: F401
+from tcinspect.cli import check as _check  # noqa: F401
+from tcinspect.cli import diff as _diff  # noqa: F401
+from tcinspect.cli import guards as _guards  # noqa: F401
+from tcinspect.cli import verify as _verify  # noqa: F401
+from tcinspect.cli import export as _export  # noqa: F401
+from tcinspect.cli import compile_time as _compile_time  # noqa: F401
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tcinspect.cli import app
+from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode
 from tcinspect.analysis import divergence

@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from tcinspect.cli import app
+from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode, UsageError
 

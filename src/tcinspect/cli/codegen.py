@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli import app
+from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench

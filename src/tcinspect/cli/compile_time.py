@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from tcinspect.cli import app
+from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import UsageError
 from tcinspect.report import Report

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli import app
+from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import Report

@@ -55,7 +55,8 @@ class Failure:
 
     stage: str
     message: str
-    #: set when a --backend or --pass the user gave is at fault: the whole error line
+    #: the whole error line, when '<stage> stage failed: <message>' does not say it (a --backend or --pass
+    #: the user gave is at fault; the run ended before it wrote a report)
     blame: str = ""
     fix: str = ""
 

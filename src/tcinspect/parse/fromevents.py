@@ -1,19 +1,33 @@
-"""Structured-trace events -> a whole Report: the one function live captures and TORCH_TRACE logs share.
+"""Structured-trace events -> a whole Report: the one function every source of events goes through.
 
-Pure: no torch import, so a log from any machine reads anywhere (tests/test_torchtrace.py says so).
+Live captures (capturing/engine.py), the isolated child's events after a crash or timeout
+(capturing/isolate.py), ranks that ended without a report (capturing/launcher.py), recorded traces and
+TORCH_TRACE logs (parse/torchtrace.py) all call ``report_from_events``. Pure: no torch import, so a log
+from any machine reads anywhere (tests/test_layout.py says so).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
-from tcinspect import __version__
-from tcinspect.parse import assemble, compiletime
+from tcinspect._version import __version__
+from tcinspect.parse import assemble, compiletime, provenance
 from tcinspect.parse import breaks as breaks_mod
-from tcinspect.parse.events import Event
-from tcinspect.report import InputSetError, Options, ParseHealth, Report, Target, Verification
+from tcinspect.parse.events import Event, parse_health
+from tcinspect.report import InputSetError, Options, Report, Target, Verification
+
+
+@dataclass(frozen=True)
+class SourceHealth:
+    """What the reader of the events' source could not read (counted in Report.parse, never raised)."""
+
+    #: lines that were not a record (a TORCH_TRACE log's, or a half-written line of a streamed file)
+    lines_not_understood: int = 0
+    payload_mismatches: int = 0
+    truncated_payloads: int = 0
+    files_ignored: int = 0
 
 
 def report_from_events(
@@ -23,7 +37,7 @@ def report_from_events(
     options: Options,
     device: str,
     torch_version: str,
-    parse: Optional[ParseHealth] = None,
+    source: SourceHealth = SourceHealth(),
     failure: Optional[assemble.Failure] = None,
     side_table: assemble.SideTable = ({}, {}),
     verification: Optional[Verification] = None,
@@ -32,8 +46,12 @@ def report_from_events(
     timings: Sequence[tuple[str, float]] = (),
 ) -> Report:
     """The report of a run's events; ``failure`` is what stopped the run when it raised (else read from
-    compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added."""
+    compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added.
+    Report.parse counts what was not understood: unknown events, unreadable artifacts, and ``source``'s."""
     start = time.perf_counter()
+    parse = parse_health(events, lines_not_understood=source.lines_not_understood,
+                         unreadable=provenance.unreadable(events), payload_mismatches=source.payload_mismatches,
+                         truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
 
     def build(f: Optional[assemble.Failure]) -> tuple:
         return assemble.build(events, backend=options.backend, failure=f, side_table=side_table)
@@ -63,3 +81,24 @@ def report_from_events(
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
         compile_time=compile_time,
     )
+
+
+def last_stage(events: Sequence[Event]) -> str:
+    """The compiler stage a run had reached when its events end: dynamo, aot_autograd or inductor."""
+    stage = "dynamo"
+    for e in events:
+        if e.name.startswith(("aot_", "aotautograd")):
+            stage = "aot_autograd"
+        elif e.name.startswith(("inductor_", "fx_graph_", "triton_")):
+            stage = "inductor"
+    return stage
+
+
+def partial_report(events: Sequence[Event], why: str, *, target: Target, options: Options, torch_version: str,
+                   source: SourceHealth = SourceHealth()) -> Report:
+    """The report of a run that ended before it wrote its own (a crash, a timeout, a rank that was stopped):
+    the stages its events show, the last one failed with ``why``."""
+    stage = last_stage(events)
+    failure = assemble.Failure(stage, why, blame=f"{stage} stage: {why}")
+    return report_from_events(events, target=target, options=options, device=options.device or "?",
+                              torch_version=torch_version, failure=failure, source=source)

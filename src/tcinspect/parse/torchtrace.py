@@ -243,8 +243,8 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
     """One log's report (the same function a live capture's events go through) and its DDP splits.
 
     A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
-    from tcinspect.parse import ddp, provenance
-    from tcinspect.parse.fromevents import report_from_events
+    from tcinspect.parse import ddp
+    from tcinspect.parse.fromevents import SourceHealth, report_from_events
 
     start = time.perf_counter()
     events, health = read_log(path)
@@ -254,13 +254,13 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
                             + (f" ({health.lines_not_understood} lines not understood)" if health.lines_not_understood else ""),
                             "give a dedicated_log_torch_trace_*.log file as torch wrote it")
     device = device_of(events)
-    parse = ev_mod.parse_health(events, lines_not_understood=health.lines_not_understood,
-                                unreadable=provenance.unreadable(events), payload_mismatches=health.payload_mismatches,
-                                truncated_payloads=health.truncated_payloads, files_ignored=files_ignored)
+    source = SourceHealth(lines_not_understood=health.lines_not_understood,
+                          payload_mismatches=health.payload_mismatches, truncated_payloads=health.truncated_payloads,
+                          files_ignored=files_ignored)
     rep = report_from_events(
         events, target=Target(kind=TARGET_KIND, path=shown_as or str(path)),
         options=Options(backend=backend_of(events), device=device), device=device,
-        torch_version=torch_version_of(events), parse=parse, timings=(("read_s", round(read_s, 4)),))
+        torch_version=torch_version_of(events), source=source, timings=(("read_s", round(read_s, 4)),))
     return rep, ddp.splits(events)
 
 
@@ -311,7 +311,7 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
 
 
 def _ranks(ranks: dict[int, Path]) -> str:
-    from tcinspect.analysis.divergence import ranks_text
+    from tcinspect.parse.ranks import ranks_text
 
     return ranks_text(list(ranks)).split(" ", 1)[1]
 
@@ -337,7 +337,7 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int,
 def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], shown_as: str, ignored: int) -> Report:
     """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
     ranks (one whose log cannot be read has status ``error``)."""
-    from tcinspect.analysis import divergence
+    from tcinspect.parse.ranks import merge
     from tcinspect.report import OK, RankReport
 
     ranks = [RankReport(rank=r, status="error", error=rep.one_line()) if isinstance(rep, TraceLogError) else
@@ -369,4 +369,4 @@ def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], show
     read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in read)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
-    return divergence.merge(base, ranks)
+    return merge(base, ranks)

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import divergence as rank_divergence
+from tcinspect.parse.ranks import outcome, ranks_text
 from tcinspect.render import table as single
 from tcinspect.report import OK, DdpSplit, Report
 
@@ -39,7 +40,7 @@ def ranks_table(rep: Report) -> Table:
     t.add_column("note")
     for r, values in rows:
         cells = [Text(str(values[key]), style="" if values[key] == usual[key] else "bold yellow") for key, _ in columns]
-        note = rank_divergence.outcome(r)
+        note = outcome(r)
         t.add_row(str(r.rank), Text(r.status, style=_STATUS_STYLE.get(r.status, "")), *cells,
                   f"{values['compile_time_s']:.2f} s", Text(note, style="red" if r.status != OK else "dim"))
     return t
@@ -73,7 +74,7 @@ def divergence(rep: Report) -> RenderableType:
         style = "bold" if d.compile_id == first and first else ""
         for i, g in enumerate(d.groups):
             t.add_row(Text(d.compile_id or "run", style=style) if i == 0 else "", d.aspect if i == 0 else "",
-                      rank_divergence.ranks_text(g.ranks), g.value)
+                      ranks_text(g.ranks), g.value)
     return Group(head, t)
 
 
@@ -153,7 +154,7 @@ def per_rank(rep: Report, view: Callable[[Report], RenderableType], key: Callabl
     parts: list[RenderableType] = [overview(rep), Text("")]
     for ranks in groups.values():
         same = " (the same on each)" if len(ranks) > 1 else ""
-        parts.append(Text(f"── {rank_divergence.ranks_text(ranks)}{same} ──", style="bold cyan"))
+        parts.append(Text(f"── {ranks_text(ranks)}{same} ──", style="bold cyan"))
         parts.append(view(reports[ranks[0]]))
         parts.append(Text(""))
     return Group(*parts)
