@@ -20,7 +20,7 @@ from conftest import MODELS, SAMPLES, cli, run_cli
 from tcinspect.capturing import launcher
 from tcinspect.analysis import checks, divergence
 from tcinspect import serialize
-from tcinspect.errors import CaptureCrashedError, DeviceError, ExitCode, UsageError
+from tcinspect.errors import DeviceError, ExitCode, UsageError, exit_code_for
 from tcinspect.parse import ddp
 from tcinspect.parse import ranks as ranks_mod
 from tcinspect.parse.events import Event, to_json_line
@@ -256,10 +256,9 @@ def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
         ("missing", "torchrun started no process for it", "")]
     assert [len(r.ddp_splits) for r in ranks] == [1, 1, 1, 0]  # what each rank streamed before it ended
     rep = _merged(*ranks)
-    with pytest.raises(CaptureCrashedError) as exc:
-        divergence.raise_for_ranks(rep)
-    assert exc.value.cause.startswith("rank 0 of 4 crashed: Segmentation fault (in m.py:2); rank 1 stopped")
-    assert exc.value.report is rep
+    failure = divergence.rank_failure(rep)
+    assert failure is not None and failure.kind == "crashed" and exit_code_for(failure.kind) == ExitCode.CAPTURE_CRASHED
+    assert failure.cause.startswith("rank 0 of 4 crashed: Segmentation fault (in m.py:2); rank 1 stopped")
     ranks, _ = launcher.collect(tmp_path, 2, path, "model", Options(), timed_out=True)
     assert ranks[1].status == "timed_out" and ranks[1].where == "m.py:1"
 
@@ -267,15 +266,14 @@ def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
 def test_a_rank_error_is_exit_2_and_a_failed_stage_exit_3():
     err = _merged(_rank(0, status="stopped", error="torchrun ended it when another rank failed"),
                   _rank(1, status="error", error="m.py:2: the model raised ValueError: boom — fix the model"))
-    with pytest.raises(Exception) as exc:
-        divergence.raise_for_ranks(err)
-    assert exc.value.exit_code == ExitCode.USAGE_ERROR
-    assert (exc.value.cause, exc.value.fix) == ("rank 1 of 2: m.py:2: the model raised ValueError: boom; rank 0 stopped",
-                                                "fix the model")
+    failure = divergence.rank_failure(err)
+    assert failure is not None and exit_code_for(failure.kind) == ExitCode.USAGE_ERROR
+    assert (failure.cause, failure.fix) == ("rank 1 of 2: m.py:2: the model raised ValueError: boom; rank 0 stopped",
+                                            "fix the model")
     failed = _merged(_rank(0), _rank(1, status="failed", error="inductor stage failed: boom"))
-    with pytest.raises(Exception) as exc:
-        divergence.raise_for_ranks(failed)
-    assert exc.value.exit_code == ExitCode.STAGE_FAILED and exc.value.report is failed
+    failure = divergence.rank_failure(failed)
+    assert failure is not None and exit_code_for(failure.kind) == ExitCode.STAGE_FAILED
+    assert divergence.rank_failure(_merged(_rank(0), _rank(1))) is None
 
 
 # ----------------------------------------------------------------------------- launching, without launching
@@ -334,11 +332,10 @@ def test_timeout_stops_the_whole_job(monkeypatch, capsys):
             "open(os.path.join(d, 'rank-0.pid'), 'w').write(str(os.getpid())); time.sleep(120)")
     monkeypatch.setattr(launcher, "torchrun_command", lambda nproc, args: [sys.executable, "-c", hang])
     monkeypatch.setattr(launcher, "STOP_GRACE_S", 5.0)
-    with pytest.raises(CaptureCrashedError) as exc:
-        launcher.capture(SAMPLES / "tiny.py", nproc=1, timeout=1)
-    assert exc.value.exit_code == ExitCode.CAPTURE_CRASHED
-    assert exc.value.cause == "the torchrun job ran past --timeout 1 s and was stopped (rank 0)"
-    assert [r.status for r in exc.value.report.ranks] == ["timed_out"]
+    rep = launcher.capture(SAMPLES / "tiny.py", nproc=1, timeout=1)
+    assert rep.failure is not None and exit_code_for(rep.failure.kind) == ExitCode.CAPTURE_CRASHED
+    assert rep.failure.cause == "the torchrun job ran past --timeout 1 s and was stopped (rank 0)"
+    assert [r.status for r in rep.ranks] == ["timed_out"]
 
 
 # ----------------------------------------------------------------------------- real torchrun jobs (gloo, CPU)

@@ -72,32 +72,24 @@ class DeviceError(TcinspectError):
     """The requested device is not available (e.g. --device cuda without a GPU)."""
 
 
-class StageFailedError(TcinspectError):
-    """A compiler stage failed; ``report`` holds the stages that worked."""
+#: The exit code of a report's typed failure (Report.failure.kind; see report.FAILURE_KINDS).
+FAILURE_EXIT_CODES = {
+    "stage": ExitCode.STAGE_FAILED,
+    "user_target": ExitCode.USAGE_ERROR,  # the user's own --backend or --pass: their input, like a model that raises
+    "crashed": ExitCode.CAPTURE_CRASHED,
+    "rank_error": ExitCode.USAGE_ERROR,  # a rank's own bad input or model error
+}
 
-    exit_code = ExitCode.STAGE_FAILED
 
-    def __init__(self, cause: str, fix: str = "", report: object = None) -> None:
+def exit_code_for(kind: str) -> ExitCode:
+    """The exit code of a failure kind; an unknown kind (a report from a newer tcinspect) is a failed stage."""
+    return FAILURE_EXIT_CODES.get(kind, ExitCode.STAGE_FAILED)
+
+
+class ReportFailedError(TcinspectError):
+    """The report a command showed records a failure: its one line, and the exit code of its kind."""
+
+    def __init__(self, kind: str, cause: str, fix: str = "") -> None:
         super().__init__(cause, fix)
-        self.report = report
-
-
-class UserTargetFailedError(StageFailedError):
-    """A --backend or --pass the user gave raised or misbehaved; ``report`` holds what ran before it."""
-
-    exit_code = ExitCode.USAGE_ERROR
-
-
-class CaptureCrashedError(StageFailedError):
-    """The isolated capture process died or timed out; ``report`` holds the stages recorded before."""
-
-    exit_code = ExitCode.CAPTURE_CRASHED
-
-
-class RankFailedError(StageFailedError):
-    """A rank of a distributed run (``--nproc``) raised: bad input or the model's own error.
-
-    ``report`` holds every rank's part, so the ranks that worked are still shown.
-    """
-
-    exit_code = ExitCode.USAGE_ERROR
+        self.kind = kind
+        self.exit_code = exit_code_for(kind)

@@ -271,9 +271,60 @@ class Target:
     input_sets: int = 0
 
 
+def is_user_target(spec: str) -> bool:
+    """Whether a --backend or --pass names the user's own code (``module:fn``, ``file.py:fn``), not a
+    registered backend."""
+    return ":" in spec
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What torch.compile is asked for, and how the model runs (device, backward)."""
+
+    backend: str = "inductor"
+    mode: str = ""
+    fullgraph: bool = False
+    dynamic: str = ""  # "" (torch's default) | "true" | "false"
+    backward: bool = True
+    device: str = ""
+    #: FX passes applied to the ATen graphs before Inductor (``module:fn`` or ``file.py:fn``)
+    passes: tuple[str, ...] = ()
+
+    @property
+    def runs_user_code(self) -> bool:
+        """A --pass or a --backend module:fn runs the user's code from files the report cache does not watch."""
+        return bool(self.passes) or is_user_target(self.backend)
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    """``tcinspect verify``: run eager side by side and compare outputs and gradients."""
+
+    rtol: Optional[float] = None  # None: by dtype
+    atol: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """``tcinspect export``: torch.export in these modes instead of torch.compile."""
+
+    modes: tuple[str, ...] = ("strict", "non-strict")
+    dynamic_dims: tuple[int, ...] = ()  # input dimensions marked dynamic (Dim) on every tensor input
+    aoti: bool = False  # also compile and package with AOTInductor, and compare with eager
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """``codegen --bench``: time every kernel on the GPU and place it on the roofline."""
+
+    runs: int = 100
+    try_mode: str = ""  # also time the step compiled with this torch.compile mode
+
+
 @dataclass(frozen=True)
 class Options:
-    """The torch.compile options the capture used."""
+    """What a capture was asked for, as the report records it: the compile options, then the fields of the
+    verify / export / bench requests (flat, as schema 1 has them; ``of`` builds it from the parts)."""
 
     backend: str = "inductor"
     mode: str = ""
@@ -295,6 +346,33 @@ class Options:
     bench: int = 0
     #: ``codegen --bench --try-mode MODE``: also time the step compiled with this torch.compile mode
     try_mode: str = ""
+
+    @classmethod
+    def of(cls, compile: CompileOptions, verify: Optional[VerifyRequest] = None,
+           export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None) -> "Options":
+        """The record of a capture asked for with these options and requests."""
+        return cls(**dataclasses.asdict(compile),
+                   **({"verify": True, "rtol": verify.rtol, "atol": verify.atol} if verify else {}),
+                   **({"export": export.modes, "dynamic_dims": export.dynamic_dims, "aoti": export.aoti}
+                      if export else {}),
+                   **({"bench": bench.runs, "try_mode": bench.try_mode} if bench else {}))
+
+    @property
+    def compile(self) -> CompileOptions:
+        return CompileOptions(self.backend, self.mode, self.fullgraph, self.dynamic, self.backward, self.device,
+                              self.passes)
+
+    @property
+    def verify_request(self) -> Optional[VerifyRequest]:
+        return VerifyRequest(self.rtol, self.atol) if self.verify else None
+
+    @property
+    def export_request(self) -> Optional[ExportRequest]:
+        return ExportRequest(self.export, self.dynamic_dims, self.aoti) if self.export else None
+
+    @property
+    def bench_request(self) -> Optional[BenchRequest]:
+        return BenchRequest(self.bench, self.try_mode) if self.bench else None
 
 
 def options_from_json(data: dict) -> Options:
@@ -438,6 +516,21 @@ class ParseHealth:
                     or self.payload_mismatches or self.truncated_payloads)
 
 
+#: Failure.kind: why a report is not ok, which decides the exit code (errors.exit_code_for).
+#: stage: a compiler stage failed · user_target: a --backend or --pass the user gave failed · crashed: the
+#: capture (or a rank) crashed, hung past --timeout or never started · rank_error: a rank's own bad input
+FAILURE_KINDS = ("stage", "user_target", "crashed", "rank_error")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a report is not ok, typed: the one line a command prints (cause — fix) and its exit code (kind)."""
+
+    kind: str  # one of FAILURE_KINDS
+    cause: str
+    fix: str = ""
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything tcinspect recorded about one torch.compile run."""
@@ -468,6 +561,9 @@ class Report:
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
     #: Where compile time went, phase by phase (``tcinspect compile-time``); None for older reports.
     compile_time: Optional[CompileTime] = None
+    #: Set when the run failed (``error`` is set): what kind of failure, for the exit code. None for a report
+    #: saved before failures were typed.
+    failure: Optional[Failure] = None
 
     @property
     def summary(self) -> Summary:
@@ -514,10 +610,6 @@ def guards_per_compile(stages: Stages, compiles: tuple[CompileMetrics, ...]) -> 
     out = {c.compile_id: c.guard_count for c in compiles}
     out.update({g.compile_id: len(g.guards) for g in stages.dynamo.graphs})
     return out
-
-
-#: Report.error starts so when a --backend or --pass the user gave is at fault (exit 2, not 3).
-USER_TARGET_PREFIXES = ("--backend ", "--pass ")
 
 
 def _break_identity(b: GraphBreak) -> tuple[str, str, int, str]:

@@ -1,33 +1,110 @@
-"""Where a command's report comes from: a saved report, the cache, or a fresh capture."""
+"""What a command asks the library for (``Request``), and where the report comes from (``obtain``): a saved
+report, a TORCH_TRACE log, the cached report of an unchanged model file, or a new capture."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from tcinspect import cache, serialize
-from tcinspect.errors import (
-    ModelFileError,
-    ReportFormatError,
-    StageFailedError,
-    TraceLogError,
-    UsageError,
-    UserTargetFailedError,
+from tcinspect.errors import ModelFileError, ReportFormatError, TraceLogError, UsageError
+from tcinspect.report import (
+    BenchRequest,
+    CompileOptions,
+    ExportRequest,
+    Failure,
+    Options,
+    Report,
+    VerifyRequest,
 )
-from tcinspect.report import USER_TARGET_PREFIXES, Options, Report
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True)
-class Resolved:
+class Request:
+    """A report to obtain: where from (``file``) and, when it must be captured, what to run.
+
+    Args:
+        file: a model file or script (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of
+            rank logs; None for the latest report in the cache.
+        compile: the torch.compile options.
+        verify, export, bench: the optional requests of ``tcinspect verify``, ``export`` and ``codegen --bench``.
+        model_name: the model object's name; None is ``model`` with the mode decided by the file, a name given
+            forces model mode. ``script`` forces script mode, with ``script_args`` as its sys.argv.
+        fresh: recompile cold in a private cache and ignore cached reports.
+        timeout: seconds before the capture (or the whole --nproc job) is stopped.
+        nproc: run the file on this many ranks under torchrun; ``launcher_args`` go to torchrun.
+        rank: one rank of a distributed report or TORCH_TRACE directory.
+        strict: anything the parser did not understand is an error (exit 2).
+        isolate: compile in a child process, so that a native crash is a report (the CLI's default).
+        also_accept: other recorded options whose cached reports answer this request too.
+    """
+
+    file: Optional[str] = None
+    compile: CompileOptions = CompileOptions()
+    verify: Optional[VerifyRequest] = None
+    export: Optional[ExportRequest] = None
+    bench: Optional[BenchRequest] = None
+    model_name: Optional[str] = None
+    inputs_name: str = "example_inputs"
+    script: bool = False
+    script_args: tuple[str, ...] = ()
+    fresh: bool = False
+    timeout: Optional[float] = None
+    nproc: Optional[int] = None
+    launcher_args: tuple[str, ...] = ()
+    rank: Optional[int] = None
+    strict: bool = False
+    isolate: bool = True
+    quiet: bool = True
+    also_accept: tuple[Options, ...] = field(default=(), compare=False)
+
+    @property
+    def options(self) -> Options:
+        """The options as the report records them."""
+        return Options.of(self.compile, self.verify, self.export, self.bench)
+
+
+@dataclass(frozen=True)
+class Obtained:
     report: Report
     #: "" when freshly captured; else where the report came from, for a line on stderr.
     note: str = ""
     #: a TORCH_TRACE log's parse problems, as one warning line for stderr ("" when none)
     warning: str = ""
+
+
+def obtain(request: Request) -> Report:
+    """The report ``request`` asks for. A run that failed is still a report, whose ``failure`` says why and
+    gives the exit code (errors.exit_code_for); bad input raises a TcinspectError."""
+    return obtained(request).report
+
+
+def obtained(request: Request) -> Obtained:
+    """``obtain``, with where the report came from and what the parser did not understand, for stderr."""
+    if request.script and request.model_name is not None:
+        raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
+                         "pass one of them")
+    as_script = True if request.script else (False if request.model_name is not None else None)
+    return resolve(request.file, request.options, rank=request.rank, strict=request.strict, nproc=request.nproc,
+                   model_name=request.model_name or "model", inputs_name=request.inputs_name, as_script=as_script,
+                   fresh=request.fresh, script_args=request.script_args, also_accept=request.also_accept,
+                   quiet=request.quiet, timeout=request.timeout, launcher_args=request.launcher_args,
+                   isolate=request.isolate)
+
+
+#: The fix line of a failed capture, by failure kind, when the failure brings none of its own.
+CAPTURE_FIXES = {"stage": "the report shows the stages that worked; --debug for details",
+                 "user_target": "fix that target (--debug for its traceback); the report shows what ran before it"}
+
+
+def _with_failure(rep: Report, fix: str) -> Report:
+    """``rep`` (not ok) with its failure typed and a fix line; a failure it brings keeps its own."""
+    found = rep.failure or Failure("stage", rep.error)
+    return rep.replace(failure=replace(found, fix=found.fix or fix))
 
 
 def is_report_path(file: str) -> bool:
@@ -47,7 +124,7 @@ def is_torch_trace(file: str) -> bool:
 
 
 def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None, strict: bool = False,
-            nproc: Optional[int] = None, **more: Any) -> Resolved:
+            nproc: Optional[int] = None, **more: Any) -> Obtained:
     """``_resolve``, then ``rank`` picks one rank of a distributed report or TORCH_TRACE directory, and
     ``strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
     logs = file is not None and not is_report_path(file) and is_torch_trace(file)
@@ -63,17 +140,17 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
         rep = torchtrace.read(file, rank=rank)
         what = "TORCH_TRACE directory" if Path(file).is_dir() else "TORCH_TRACE log"
         ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
-        resolved = Resolved(rep, f"read {what} {file}{ranks}", _warning(rep))
         if rep.ranks:
-            from tcinspect.analysis.divergence import raise_for_ranks
+            from tcinspect.analysis.divergence import rank_failure
 
-            raise_for_ranks(rep)
+            rep = rep.replace(failure=rank_failure(rep))
         elif not rep.ok:
-            raise StageFailedError(rep.error, "the log shows the stages that worked before it", rep)
+            rep = _with_failure(rep, "the log shows the stages that worked before it")
+        resolved = Obtained(rep, f"read {what} {file}{ranks}", _warning(rep))
     else:
         resolved = _resolve(file, options, nproc=nproc, **more)
         if rank is not None:
-            resolved = Resolved(_one_rank(resolved.report, rank, file or ""), resolved.note)
+            resolved = Obtained(_one_rank(resolved.report, rank, file or ""), resolved.note)
     parse = resolved.report.parse
     if strict and parse is not None and parse.damaged:
         from tcinspect.render.table import parse_warning
@@ -83,7 +160,7 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
     return resolved
 
 
-def load(file: str, rank: Optional[int] = None, strict: bool = False) -> Resolved:
+def load(file: str, rank: Optional[int] = None, strict: bool = False) -> Obtained:
     """A saved report or a TORCH_TRACE log or directory, never a capture (``tcinspect diff``)."""
     if not is_report_path(file) and not is_torch_trace(file):
         serialize.load(file)  # its own precise error (missing file, not a report)
@@ -124,7 +201,7 @@ def _resolve(
     launcher_args: Sequence[str] = (),
     as_script: Optional[bool] = None,
     isolate: bool = False,
-) -> Resolved:
+) -> Obtained:
     """The report for ``file``: a saved report, a current cached one, or a new capture.
 
     ``also_accept`` lists other capture options whose cached reports answer too (a full
@@ -145,9 +222,9 @@ def _resolve(
         if entry is None:
             raise ReportFormatError(f"no FILE given and no earlier trace in {cache.cache_dir()}/",
                                     "run `tcinspect trace model.py` first, or give a model file or a saved report")
-        return Resolved(entry.report, entry.describe())
+        return Obtained(entry.report, entry.describe())
     if is_report_path(file):
-        return Resolved(cache.read_report(file), f"from saved report {file}")
+        return Obtained(cache.read_report(file), f"from saved report {file}")
 
     path = Path(file)
     if not path.is_file():
@@ -169,11 +246,11 @@ def _resolve(
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]
     # a custom backend or pass lives in another file, whose changes the key would not see
-    cacheable = not options.passes and ":" not in options.backend
+    cacheable = not options.compile.runs_user_code
     if not fresh and cacheable:
         entry = cache.lookup(path, keys)
         if entry is not None:
-            return Resolved(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
+            return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
 
     if nproc is not None:
         from tcinspect.capturing import launcher
@@ -193,10 +270,9 @@ def _resolve(
 
         report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
                               script_args=script_args, quiet=quiet, as_script=as_script)
-    if not report.ok:
-        if report.error.startswith(USER_TARGET_PREFIXES):
-            raise UserTargetFailedError(report.error, "fix that target (--debug for its traceback); the report shows what ran before it", report)
-        raise StageFailedError(report.error, "the report shows the stages that worked; --debug for details", report)
+    if not report.ok:  # typed by the capture: a stage, the user's own target, a crash or a rank's error
+        kind = report.failure.kind if report.failure is not None else "stage"
+        return Obtained(_with_failure(report, CAPTURE_FIXES.get(kind, CAPTURE_FIXES["stage"])))
     if cacheable:
         cache.store(path, keys[0], report)
-    return Resolved(report)
+    return Obtained(report)

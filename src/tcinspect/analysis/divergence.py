@@ -7,19 +7,18 @@ import re
 from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
-from tcinspect.errors import CaptureCrashedError, RankFailedError, StageFailedError
 from tcinspect.parse.ranks import ENDED, outcome, ranks_text
-from tcinspect.report import OK, Divergence, RankGroup, RankReport, Report, break_identity
+from tcinspect.report import OK, Failure, Divergence, RankGroup, RankReport, Report, break_identity
 
 #: Ranks whose run finished: a compile they lack is a divergence, not a rank that stopped early.
 _FINISHED = ("ok", "failed", "error")
 
 
-def raise_for_ranks(rep: Report, timeout: Optional[float] = None) -> None:
-    """The error a failed rank means for the whole run, carrying the merged report (exit 4, 2 or 3)."""
+def rank_failure(rep: Report, timeout: Optional[float] = None) -> Optional[Failure]:
+    """What a failed rank means for the whole run (crashed: exit 4, rank_error: 2, stage: 3); None if none failed."""
     bad = [r for r in rep.ranks if r.status != OK]
     if not bad:
-        return
+        return None
     n = len(rep.ranks)
     # a rank that torchrun stopped is a consequence of another's failure, not a cause
     causes = [r for r in bad if r.status != "stopped"] or bad
@@ -29,20 +28,19 @@ def raise_for_ranks(rep: Report, timeout: Optional[float] = None) -> None:
     if timeout is not None:
         running = ", ".join(f"rank {r.rank}" + (f" in {r.where}" if r.where else "") for r in bad
                             if r.status == "timed_out")
-        raise CaptureCrashedError(f"the torchrun job ran past --timeout {timeout:g} s and was stopped "
+        return Failure("crashed", f"the torchrun job ran past --timeout {timeout:g} s and was stopped "
                                   f"({running or 'no rank was running'})",
-                                  "look for a hang, or a collective one rank never reaches (the table shows where "
-                                  "each rank was), or raise --timeout", rep)
+                       "look for a hang, or a collective one rank never reaches (the table shows where "
+                       "each rank was), or raise --timeout")
     if any(r.status in ENDED for r in causes):
-        raise CaptureCrashedError(f"rank {first.rank} of {n} {first.status}: {outcome(first)}{tail}",
-                                  "each rank's stages recorded before it ended are shown, and its own output "
-                                  "above ([rank N] lines)", rep)
+        return Failure("crashed", f"rank {first.rank} of {n} {first.status}: {outcome(first)}{tail}",
+                       "each rank's stages recorded before it ended are shown, and its own output above ([rank N] lines)")
     if any(r.status == "error" for r in causes):
         first = next(r for r in causes if r.status == "error")
         cause, _, fix = first.error.partition(" — ")
-        raise RankFailedError(f"rank {first.rank} of {n}: {cause}{tail}", fix, rep)
-    raise StageFailedError(f"rank {first.rank} of {n}: {first.error}{tail}",
-                           "the report shows the stages that worked on each rank; --debug for details", rep)
+        return Failure("rank_error", f"rank {first.rank} of {n}: {cause}{tail}", fix)
+    return Failure("stage", f"rank {first.rank} of {n}: {first.error}{tail}",
+                   "the report shows the stages that worked on each rank; --debug for details")
 
 
 # ----------------------------------------------------------------------------- per-rank views

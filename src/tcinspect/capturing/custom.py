@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from tcinspect.errors import UsageError
+from tcinspect.report import is_user_target
 from tcinspect.capturing import _compat
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT
 from tcinspect.parse.inductor import short_dtype
@@ -36,7 +37,7 @@ class UserTargetError(Exception):
 
 def is_target(spec: str) -> bool:
     """Whether a --backend value names a callable (``module:callable``, ``file.py:callable``)."""
-    return ":" in spec
+    return is_user_target(spec)
 
 
 def load_callable(spec: str, option: str) -> Callable[..., Any]:

@@ -152,12 +152,13 @@ def _failure(exc: BaseException, custom_backend: str = "") -> assemble.Failure:
     root = _compat.compiler_error_root(exc)
     stage = _compat.stage_of_exception(exc)
     if isinstance(root, custom.UserTargetError):
-        return assemble.Failure(stage, str(root), blame=str(root), fix=root.fix)
+        return assemble.Failure(stage, str(root), blame=str(root), fix=root.fix, kind="user_target")
     if custom_backend and not _compat.raised_in_torch(root):
         # the user's own backend raised (not torch code it called into): their bug, like a model that
         # raises; Dynamo's stage is where it called the backend
         msg = f"--backend '{custom_backend}' raised {modelfile.describe(root)}"
-        return assemble.Failure("dynamo", msg, blame=msg, fix="fix the backend (--debug shows the traceback)")
+        return assemble.Failure("dynamo", msg, blame=msg, fix="fix the backend (--debug shows the traceback)",
+                                kind="user_target")
     return assemble.Failure(stage, modelfile.describe(root))
 
 
@@ -297,15 +298,16 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         inputs = modelfile.move(inputs, opts.device)
         sets = [modelfile.move(s, opts.device) for s in sets]
     device = opts.device or _device_of(model, inputs)
-    if opts.bench:
+    bench = opts.bench_request
+    if bench is not None:
         gpu_timing.check(opts, device=device)
-    if opts.export:
+    if opts.export_request is not None:  # torch.export instead of torch.compile
         from tcinspect.capturing import exporting
 
         return exporting.run(model, inputs, opts, target, device, where, quiet)
     run = _Run(opts, fresh, quiet)
     run.recorder.module_names = _compat.module_names(model)
-    if opts.verify:
+    if opts.verify_request is not None:
         run.reference = verify.reference(model, inputs, run.step, where)
     with run.recording():
         compiled = _compat.compile_fn(model, **run.compile_kwargs())
@@ -314,8 +316,8 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
                 break
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts)
-                    if opts.bench and run.failure is None else None)
-    if measured is not None and opts.try_mode:
+                    if bench is not None and run.failure is None else None)
+    if measured is not None and bench is not None and bench.try_mode:
         # after the recording: the other mode's compile is no part of this report
         gpu_timing.try_mode(measured, model, inputs, run.step, opts)
     return roofline.attach(run.report(target, device), measured)
@@ -330,7 +332,7 @@ def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_n
     """
     opts = options or Options()
     src = modelfile.read(path, model_name, as_script)
-    if opts.bench:  # before the file runs or anything compiles
+    if opts.bench_request is not None:  # before the file runs or anything compiles
         gpu_timing.check(opts, script=src.is_script)
     if src.is_script:
         return _capture_script(src, opts, fresh, list(script_args), model_name, quiet, forced=bool(as_script))
@@ -348,7 +350,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
                     quiet: bool = False, forced: bool = False) -> Report:
     _check_device(opts.device)
     why = "--script" if forced else f"it defines no `{model_name}` at module level"
-    if opts.passes or opts.verify or opts.export or custom.is_target(opts.backend):
+    if opts.passes or opts.verify_request or opts.export_request or custom.is_target(opts.backend):
         raise UsageError(f"{src.path} is run as a script ({why}), whose own torch.compile "
                          "calls keep their options", "define `model` and `example_inputs` to use --backend "
                          "module:callable, --pass, verify or export")

@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from tcinspect import errors, interrupts, serialize
-from tcinspect.report import Options, Report, Target, options_from_json
+from tcinspect.report import Failure, Options, Report, Target, options_from_json
 
 
 def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: Options, fresh: bool,
                      script_args: Sequence[str], quiet: bool, timeout: Optional[float],
                      as_script: Optional[bool] = None) -> Report:
-    """capture_file in a child process, stopped after ``timeout`` seconds (None: no limit)."""
+    """capture_file in a child process, stopped after ``timeout`` seconds (None: no limit).
+
+    A crash or a timeout is a report of the stages recorded before it, whose ``failure`` is ``crashed``."""
     with tempfile.TemporaryDirectory(prefix="tcinspect-child-") as tmp:
         t = Path(tmp)
         request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name,
@@ -72,7 +74,8 @@ def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: 
                                if (t / "fault.txt").exists() else "", path)
             why = f"the capture process crashed ({_signal_name(code)}){where}"
             fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
-        raise errors.CaptureCrashedError(why, fix, partial_report(t / "events.jsonl", path, model_name, options, why))
+        partial = partial_report(t / "events.jsonl", path, model_name, options, why)
+        return partial.replace(failure=Failure("crashed", why, fix))
 
 
 class ChildInternalError(Exception):

@@ -34,7 +34,7 @@ from tcinspect.errors import (
     TcinspectError,
     UsageError,
 )
-from tcinspect.analysis.divergence import raise_for_ranks
+from tcinspect.analysis.divergence import rank_failure
 from tcinspect.parse.ranks import merge
 from tcinspect.report import (
     OK,
@@ -171,8 +171,8 @@ def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str]
             not added).
         timeout: seconds for the whole job; then every rank still running is stopped.
 
-    Raises CaptureCrashedError (a rank crashed, hung or never started), RankFailedError (a rank
-    raised) or StageFailedError (a rank's compile failed), each carrying the merged report.
+    A rank that failed makes the merged report's ``failure`` (analysis.divergence.rank_failure): crashed (a
+    rank crashed, hung or never started), rank_error (a rank raised) or stage (a rank's compile failed).
     """
     from tcinspect.capturing import modelfile
 
@@ -198,8 +198,7 @@ def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str]
                          "check the --torchrun-arg values (python -m torch.distributed.run --help lists them)")
     base = _base(ranks, reports, src, Path(path), model_name, inputs_name, opts, device)
     merged = merge(base, ranks, timings=(("torchrun_s", round(seconds, 3)),))
-    raise_for_ranks(merged, timeout if timed_out else None)
-    return merged
+    return merged.replace(failure=rank_failure(merged, timeout if timed_out else None))
 
 
 def run_launcher(cmd: list[str], env: dict[str, str], directory: Path, nproc: int,

@@ -14,6 +14,7 @@ from tcinspect.analysis import divergence
 from tcinspect.render import breaks as render
 from tcinspect.render import ranks
 from tcinspect.analysis.views import breaks_document, fullgraph_ok
+from tcinspect.report import Options
 
 FullgraphCheck = Annotated[bool, typer.Option(
     "--fullgraph", help="Also say whether the model compiles with fullgraph=True (exit 1 if it does not).")]
@@ -45,11 +46,11 @@ def breaks(
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
-    rep = c.with_report(
-        file, opts, model, inputs, fresh, script_args, also_accept=[replace(opts, backend="inductor")], debug=debug, rank=rank, strict=strict, timeout=timeout,
-        nproc=nproc, launcher_args=torchrun_arg,
-        show=lambda r: c.emit_document(
-            divergence.document(r, lambda x: breaks_document(x, fullgraph)), fmt, output,
-            lambda: ranks.per_rank(r, lambda x: render.breaks(x, fullgraph), divergence.breaks_key)), script=script)
+    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
+                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict,
+                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+    c.emit_document(divergence.document(rep, lambda x: breaks_document(x, fullgraph)), fmt, output,
+                    lambda: ranks.per_rank(rep, lambda x: render.breaks(x, fullgraph), divergence.breaks_key))
+    c.exit_for(rep)
     if fullgraph and not all(fullgraph_ok(x) for _, x in divergence.per_rank(rep)):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

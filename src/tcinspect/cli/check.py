@@ -88,8 +88,9 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.with_report(path, opts, model, inputs, fresh, None, show=lambda r: None, debug=debug, rank=rank,
-                            strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict,
+                       timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+        c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         limits = checks.merged_limits(cli_limits, config, path)
         for prefix, one in divergence.per_rank(rep):  # a distributed report: each rank against the budgets

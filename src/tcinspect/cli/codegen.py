@@ -15,7 +15,7 @@ from tcinspect.cli import common as c
 from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
-from tcinspect.report import NOT_RUN, Options, Report
+from tcinspect.report import NOT_RUN, BenchRequest, CompileOptions, Report
 from tcinspect.analysis.views import (BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, kernel_time_share,
                              kernels_of_line, kernels_of_module, nearest_kernel_names)
 
@@ -82,19 +82,24 @@ def codegen(
         raise UsageError("--try-mode measures a mode beside --bench's step", "add --bench")
     if try_mode is not None and try_mode not in TRY_MODES:
         raise UsageError(f"--try-mode {try_mode!r} is not a torch.compile mode", f"pass one of {', '.join(TRY_MODES)}")
+    bench_request = None
     if bench:
-        opts = _bench_options(opts, bench_runs, sort, wrapper or save is not None)
-        if try_mode:
-            opts = replace(opts, try_mode=try_mode)
+        opts = _bench_options(opts, sort, wrapper or save is not None)
+        bench_request = BenchRequest(bench_runs, try_mode or "")
     if line is not None and module is not None:
         raise UsageError("--line and --module are two questions", "ask one at a time")
     if line is not None:
         _check_line(line)
     query = ("line", line) if line is not None else ("module", module) if module is not None else None
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
-                  show=lambda rep: _show_query(rep, query, fmt, output) if query is not None
-                  else _show_bench(rep, kernel, sort, fmt, output) if bench
-                  else _show(rep, kernel, wrapper, save, fmt, output, all_rows), script=script)
+    rep = c.obtain(file, opts, bench=bench_request, model=model, inputs=inputs, fresh=fresh, script_args=script_args,
+                   debug=debug, rank=rank, strict=strict, timeout=timeout, script=script)
+    if query is not None:
+        _show_query(rep, query, fmt, output)
+    elif bench:
+        _show_bench(rep, kernel, sort, fmt, output)
+    else:
+        _show(rep, kernel, wrapper, save, fmt, output, all_rows)
+    c.exit_for(rep)
 
 
 def _check_line(spec: str) -> None:
@@ -126,13 +131,13 @@ def _show_query(rep: Report, query: tuple[str, str], fmt: str, output: Optional[
 TRY_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def _bench_options(opts: Options, runs: int, sort: str, other_view: bool) -> Options:
+def _bench_options(opts: CompileOptions, sort: str, other_view: bool) -> CompileOptions:
     """--bench: the capture times the kernels (a cache entry without timings never answers it)."""
     if sort not in BENCH_SORTS:
         raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     if other_view:
         raise UsageError("--bench is a view of its own", "leave out --wrapper and --save with --bench")
-    return replace(opts, bench=runs, device=opts.device or "cuda")
+    return replace(opts, device=opts.device or "cuda")
 
 
 def _show_bench(rep: Report, kernel: Optional[str], sort: str, fmt: str, output: Optional[Path]) -> None:

@@ -12,8 +12,8 @@ import typer
 from rich.console import Console, RenderableType
 
 
-from tcinspect.errors import UsageError
-from tcinspect.report import Options, Report
+from tcinspect.errors import ReportFailedError, UsageError
+from tcinspect.report import BenchRequest, CompileOptions, ExportRequest, Options, Report, VerifyRequest
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a check failed (check, verify mismatch, export failure, ranks diverged) · 2 bad input "
@@ -78,7 +78,7 @@ err_console = Console(stderr=True, highlight=False)
 
 
 def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str,
-            passes: Optional[Sequence[str]] = None, **more: Any) -> Options:
+            passes: Optional[Sequence[str]] = None) -> CompileOptions:
     dynamic = dynamic.lower()
     if dynamic == "auto":
         dynamic = ""  # torch's default: static first, automatic dynamic on a recompile
@@ -86,11 +86,12 @@ def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward:
         raise UsageError(f"--dynamic {dynamic!r} is not one of true, false, auto", "pass --dynamic true, false or auto")
     if device and device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise UsageError(f"--device {device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
-    if mode and (passes or ":" in backend):
+    compile_options = CompileOptions(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backward=not no_backward,
+                                     device=device, passes=tuple(passes or ()))
+    if mode and compile_options.runs_user_code:
         raise UsageError(f"--mode {mode} configures Inductor's own backend, not --backend {backend} / --pass",
                          "leave out --mode, or use the inductor backend without --pass")
-    return Options(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backward=not no_backward,
-                   device=device, passes=tuple(passes or ()), **more)
+    return compile_options
 
 
 def check_format(fmt: str, allowed: tuple[str, ...] = ("table", "yaml", "json")) -> str:
@@ -128,50 +129,45 @@ def note(text: str) -> None:
         sys.stderr.write(f"tcinspect: {text}\n")
 
 
-def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs: str, fresh: bool,
-                script_args: Optional[List[str]], show: Callable[[Report], None],
-                also_accept: Sequence[Options] = (), debug: bool = False,
-                timeout: Optional[float] = None, nproc: Optional[int] = None,
-                launcher_args: Optional[Sequence[str]] = None, script: bool = False, rank: Optional[int] = None,
-                strict: bool = False) -> Report:
-    """Get the report (saved, cached or captured), note where it came from, and show it.
+def obtain(file: Optional[str], compile: CompileOptions, *, model: Optional[str], inputs: str, fresh: bool,
+           script_args: Optional[Sequence[str]] = None, verify: Optional[VerifyRequest] = None,
+           export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None,
+           also_accept: Sequence[Options] = (), debug: bool = False, timeout: Optional[float] = None,
+           nproc: Optional[int] = None, launcher_args: Optional[Sequence[str]] = None, script: bool = False,
+           rank: Optional[int] = None, strict: bool = False) -> Report:
+    """The command's report (tcinspect.request.obtain), with a spinner while it compiles and a note of where
+    it came from. A failed run is a report too: show it, then ``exit_for`` it.
 
-    ``model`` None is the default name `model` with the mode decided by the file; a name given
-    (``--model``) forces model mode and ``script`` (``--script``) script mode. A capture whose
-    compiler stage failed is shown too (the stages that worked), then re-raised.
     A model file compiles in a child process (a native crash is then a report, exit 4) unless --debug
     or $TCINSPECT_IN_PROCESS asks for tcinspect's own process.
     """
     from tcinspect import interrupts
-    from tcinspect.errors import StageFailedError
-    from tcinspect.request import is_report_path, is_torch_trace, resolve
+    from tcinspect.request import Request, is_report_path, is_torch_trace, obtained
 
-    if script and model is not None:
-        raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
-                         "pass one of them")
-    as_script = True if script else (False if model is not None else None)
+    request = Request(file=file, compile=compile, verify=verify, export=export, bench=bench, model_name=model,
+                      inputs_name=inputs, script=script, script_args=tuple(script_args or ()), fresh=fresh,
+                      timeout=timeout, nproc=nproc, launcher_args=tuple(launcher_args or ()), rank=rank,
+                      strict=strict, quiet=not debug, also_accept=tuple(also_accept),
+                      isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if file and not is_report_path(file) and is_torch_trace(file):
         label = f"reading TORCH_TRACE {file} …"
     if nproc is not None and file and not is_report_path(file):
         label = f"compiling {file} on {nproc} ranks (torchrun) …"
-    try:
-        with progress(label):
-            resolved = resolve(file, opts, model_name=model or "model", inputs_name=inputs, as_script=as_script, fresh=fresh,
-                               script_args=script_args or (), also_accept=also_accept, quiet=not debug,
-                               timeout=timeout, nproc=nproc, launcher_args=launcher_args or (), rank=rank,
-                               strict=strict,
-                               isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
-    except StageFailedError as exc:
-        interrupts.check()
-        show(exc.report)
-        raise
+    with progress(label):
+        got = obtained(request)
     interrupts.check()  # torch may have swallowed the KeyboardInterrupt: nothing is shown then
-    note(resolved.note)
-    if resolved.warning:
-        note(f"warning: {resolved.warning}")
-    show(resolved.report)
-    return resolved.report
+    if got.report.failure is None:
+        note(got.note)
+        if got.warning:
+            note(f"warning: {got.warning}")
+    return got.report
+
+
+def exit_for(rep: Report) -> None:
+    """End the command with the report's failure, if it has one: its one line and its kind's exit code."""
+    if rep.failure is not None:
+        raise ReportFailedError(rep.failure.kind, rep.failure.cause, rep.failure.fix)
 
 
 def emit_document(data: Any, fmt: str, output: Optional[Path], table: Callable[[], RenderableType]) -> None:

@@ -48,9 +48,10 @@ def compile_time(
     """The slowest compiles and phases (Dynamo, AOTAutograd, Inductor, kernel compile, autotuning, caches), forward and backward, the FX graph and AOTAutograd cache states, and what to do."""
     fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
     opts = c.options(backend, mode, False, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
-                  nproc=nproc, launcher_args=torchrun_arg, show=lambda rep: _show(rep, fmt, output, perfetto, tree),
-                  script=script)
+    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
+                   rank=rank, strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+    _show(rep, fmt, output, perfetto, tree)
+    c.exit_for(rep)
 
 
 def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path], tree: bool) -> None:

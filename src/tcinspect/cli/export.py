@@ -9,7 +9,7 @@ import typer
 from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode, UsageError
-from tcinspect.report import Report
+from tcinspect.report import ExportRequest, Report
 
 
 @app.command("export", epilog="Example: tcinspect export sample_models/export_matrix.py --dynamic-dim 0")
@@ -37,10 +37,11 @@ def export_(
 
     fmt = c.check_format(fmt)
     modes = tuple(m for m, on in (("strict", strict), ("non-strict", non_strict)) if on) or ("strict", "non-strict")
-    opts = c.options("inductor", "", False, "", True, device, export=modes,
-                     dynamic_dims=tuple(sorted(set(dynamic_dim or ()))), aoti=aoti)
-    rep = c.with_report(file, opts, model, inputs, fresh, None, debug=debug, timeout=timeout,
-                        show=lambda r: c.emit(_checked(r), fmt, output, lambda: render.exports(r, graphs)))
+    opts = c.options("inductor", "", False, "", True, device)
+    request = ExportRequest(modes, tuple(sorted(set(dynamic_dim or ()))), aoti)
+    rep = c.obtain(file, opts, export=request, model=model, inputs=inputs, fresh=fresh, debug=debug, timeout=timeout)
+    c.emit(_checked(rep), fmt, output, lambda: render.exports(rep, graphs))
+    c.exit_for(rep)
     if any(not e.ok or (e.aoti is not None and not e.aoti.ok) for e in rep.exports):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 

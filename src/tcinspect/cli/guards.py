@@ -8,6 +8,7 @@ import typer
 
 from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.report import Options
 
 
 @app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true")
@@ -42,8 +43,9 @@ def guards(
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout,
-                  also_accept=[replace(opts, backend="inductor")], nproc=nproc, launcher_args=torchrun_arg,
-                  show=lambda r: c.emit_document(
-                      divergence.document(r, guards_document), fmt, output,
-                      lambda: ranks.per_rank(r, lambda x: render.guards(x, all_kinds), divergence.guards_key)), script=script)
+    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
+                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict,
+                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+    c.emit_document(divergence.document(rep, guards_document), fmt, output,
+                    lambda: ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key))
+    c.exit_for(rep)

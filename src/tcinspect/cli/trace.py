@@ -67,10 +67,10 @@ def trace(
         raise UsageError("--graph picks graphs to draw, so it needs --format svg", "add --format svg or -o graph.svg")
     from tcinspect.render import ranks
 
-    c.with_report(file, opts, model, inputs, fresh, script_args, debug=debug, rank=rank, strict=strict, timeout=timeout, nproc=nproc,
-                  launcher_args=torchrun_arg,
-                  show=lambda rep: c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings,
-                                          pages=_pages(rep, graph or ())), script=script)
+    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
+                   rank=rank, strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+    c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings, pages=_pages(rep, graph or ()))
+    c.exit_for(rep)
 
 
 def _pages(rep: Report, graphs: List[str]) -> dict[str, Callable[[], str]]:

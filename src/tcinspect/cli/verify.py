@@ -9,7 +9,7 @@ import typer
 from tcinspect.cli._app import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode, UsageError
-from tcinspect.report import Report
+from tcinspect.report import Report, VerifyRequest
 
 TolOpt = Optional[float]
 
@@ -41,9 +41,11 @@ def verify(
     from tcinspect.render import extensions as render
 
     fmt = c.check_format(fmt)
-    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes, verify=True, rtol=rtol, atol=atol)
-    rep = c.with_report(file, opts, model, inputs, fresh, None, debug=debug, timeout=timeout,
-                        show=lambda r: c.emit(_checked(r), fmt, output, lambda: render.verification(r)))
+    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
+    rep = c.obtain(file, opts, verify=VerifyRequest(rtol, atol), model=model, inputs=inputs, fresh=fresh, debug=debug,
+                   timeout=timeout)
+    c.emit(_checked(rep), fmt, output, lambda: render.verification(rep))
+    c.exit_for(rep)
     if rep.verification is not None and not rep.verification.ok:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 

@@ -59,6 +59,8 @@ class Failure:
     #: the user gave is at fault; the run ended before it wrote a report)
     blame: str = ""
     fix: str = ""
+    #: Report.failure's kind (report.FAILURE_KINDS): a compiler stage, unless the user's own target or a crash
+    kind: str = "stage"
 
 
 def _clean(code: str) -> str:

@@ -16,6 +16,7 @@ from tcinspect._version import __version__
 from tcinspect.parse import assemble, compiletime, provenance
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
+from tcinspect.report import Failure as ReportFailure
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
 
 
@@ -64,6 +65,7 @@ def report_from_events(
     dynamo = stages.dynamo
     stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
         breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
+    error = (found.blame or f"{found.stage} stage failed: {found.message}") if found else ""
     return Report(
         torch_version=torch_version,
         device=device,
@@ -71,7 +73,8 @@ def report_from_events(
         options=options,
         stages=stages,
         compiles=metrics,
-        error=(found.blame or f"{found.stage} stage failed: {found.message}") if found else "",
+        error=error,
+        failure=ReportFailure(found.kind, error) if found else None,
         passes=assemble.build_passes(events),
         parse=parse,
         verification=verification,
@@ -99,6 +102,6 @@ def partial_report(events: Sequence[Event], why: str, *, target: Target, options
     """The report of a run that ended before it wrote its own (a crash, a timeout, a rank that was stopped):
     the stages its events show, the last one failed with ``why``."""
     stage = last_stage(events)
-    failure = assemble.Failure(stage, why, blame=f"{stage} stage: {why}")
+    failure = assemble.Failure(stage, why, blame=f"{stage} stage: {why}", kind="crashed")
     return report_from_events(events, target=target, options=options, device=options.device or "?",
                               torch_version=torch_version, failure=failure, source=source)
