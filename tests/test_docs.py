@@ -10,7 +10,7 @@ Rules:
   must be in its own page;
 - every example command parses with the CLI's own parser: in ```bash/```sh blocks every line that starts
   with ``tcinspect `` (or ``$ tcinspect ``), in ```console blocks every ``$ tcinspect `` line (the other
-  lines there are output); the command line stops at ``|``, ``>``, ``&&``, ``;`` and ``#``. Extra
+  lines there are output; a ``$ tcinspect`` line in any other block fails); the command line stops at ``|``, ``>``, ``&&``, ``;`` and ``#``. Extra
   positional arguments are allowed only after ``--`` (script arguments). A ``sample_models/`` or ``tests/``
   path an example names must exist. The ``Example:`` commands of each command's ``--help`` parse too;
 - the README is at most 15,000 bytes;
@@ -48,7 +48,9 @@ PAGES = {name: DOCS / f"{name}.md" for name in COMMANDS}
 STOP = {"|", "||", ">", ">>", "2>", "2>&1", "&&", ";", "&"}
 #: an example's path argument that must exist (samples and test models ship with the repository)
 SHIPPED = ("sample_models/", "tests/")
-#: commands whose --help example names a file that does not exist (a CLI bug, reported, not fixed here)
+#: commands whose --help example names a file that does not exist: `tcinspect export --help` names
+#: sample_models/export_matrix.py (there are export_cases.py and silu_export_matrix.py). A CLI bug, left to the
+#: CLI; test_help_example_paths_exist fails (strict xfail) once it is fixed, to remove the entry here.
 EPILOG_PATH_BUGS = {"export"}
 
 
@@ -303,6 +305,14 @@ def test_there_are_examples_to_check():
     assert {_tokens(e.line)[1] for e in EPILOG_EXAMPLES} == set(COMMANDS), "a command's --help has no Example:"
 
 
+@pytest.mark.parametrize("path", _doc_files(), ids=_rel)
+def test_example_commands_sit_in_blocks_that_are_checked(path):
+    hidden = [f"{_rel(path)}:{block.start + i}: {line.strip()}"
+              for block in _blocks(path.read_text()) if block.lang not in ("bash", "sh", "shell", "console")
+              for i, line in enumerate(block.lines) if line.strip().startswith("$ tcinspect ")]
+    assert not hidden, "a `$ tcinspect` line in a block that is not ```bash/```sh/```console:\n" + "\n".join(hidden)
+
+
 @pytest.mark.parametrize("example", DOC_EXAMPLES, ids=lambda e: e.where)
 def test_doc_examples_parse(example):
     problem = _parse(example)
@@ -316,7 +326,7 @@ def test_help_examples_parse(example):
 
 
 @pytest.mark.parametrize("name", sorted(EPILOG_PATH_BUGS))
-@pytest.mark.xfail(strict=True, reason="the --help example names a sample file that does not exist")
+@pytest.mark.xfail(strict=True, reason="the --help example names sample_models/export_matrix.py, which does not exist")
 def test_help_example_paths_exist(name):
     for example in EPILOG_EXAMPLES:
         if _tokens(example.line)[1] == name:
