@@ -48,10 +48,6 @@ PAGES = {name: DOCS / f"{name}.md" for name in COMMANDS}
 STOP = {"|", "||", ">", ">>", "2>", "2>&1", "&&", ";", "&"}
 #: an example's path argument that must exist (samples and test models ship with the repository)
 SHIPPED = ("sample_models/", "tests/")
-#: commands whose --help example names a file that does not exist: `tcinspect export --help` names
-#: sample_models/export_matrix.py (there are export_cases.py and silu_export_matrix.py). A CLI bug, left to the
-#: CLI; test_help_example_paths_exist fails (strict xfail) once it is fixed, to remove the entry here.
-EPILOG_PATH_BUGS = {"export"}
 
 
 def _doc_files() -> list[Path]:
@@ -190,7 +186,7 @@ def _epilog_examples() -> list[Example]:
         epilog = command.epilog or ""
         for m in re.finditer(r"tcinspect\s[^·;]*", epilog):
             examples.append(Example(f"`tcinspect {name} --help` (Example:)", " ".join(m.group(0).split()),
-                                    check_paths=name not in EPILOG_PATH_BUGS))
+                                    check_paths=True))
     return examples
 
 
@@ -323,15 +319,6 @@ def test_doc_examples_parse(example):
 def test_help_examples_parse(example):
     problem = _parse(example)
     assert problem is None, f"{example.where}: `{example.line}`: {problem}"
-
-
-@pytest.mark.parametrize("name", sorted(EPILOG_PATH_BUGS))
-@pytest.mark.xfail(strict=True, reason="the --help example names sample_models/export_matrix.py, which does not exist")
-def test_help_example_paths_exist(name):
-    for example in EPILOG_EXAMPLES:
-        if _tokens(example.line)[1] == name:
-            problem = _parse(Example(example.where, example.line, check_paths=True))
-            assert problem is None, f"{example.where}: `{example.line}`: {problem}"
 
 
 @pytest.mark.parametrize("path", _doc_files(), ids=_rel)

@@ -303,7 +303,7 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     assert st.malformed == [provenance.NODE_MAPPINGS]
     # counted in the report's parse section and said in one line
     from tcinspect.parse.events import parse_health
-    from tcinspect.render.table import parse_warning
+    from tcinspect.analysis.views import parse_warning
     from tcinspect.report import Report
 
     health = parse_health(events, unreadable=provenance.unreadable(events))

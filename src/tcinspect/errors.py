@@ -6,7 +6,7 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
-    """Process exit codes: a contract, documented in the README and in ``--help``."""
+    """Process exit codes: a contract, documented in the README, docs/errors.md and ``--help``."""
 
     OK = 0
     #: A check failed (thresholds or baseline); used by gating commands.

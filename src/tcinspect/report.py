@@ -382,7 +382,7 @@ def options_from_json(data: dict) -> Options:
 
 @dataclass(frozen=True)
 class Summary:
-    """The headline counts. See the README for the definition of a graph break."""
+    """The headline counts. docs/trace.md ("What each count means") defines each, a graph break included."""
 
     graphs: int
     graph_breaks: int

@@ -153,7 +153,7 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
             resolved = Obtained(_one_rank(resolved.report, rank, file or ""), resolved.note)
     parse = resolved.report.parse
     if strict and parse is not None and parse.damaged:
-        from tcinspect.render.table import parse_warning
+        from tcinspect.analysis.views import parse_warning
 
         raise TraceLogError(f"{file}: {parse_warning(resolved.report)}", "--strict fails on anything the parser "
                             "did not understand; leave it out to read the rest")
@@ -170,7 +170,7 @@ def load(file: str, rank: Optional[int] = None, strict: bool = False) -> Obtaine
 def _warning(rep: Report) -> str:
     if rep.parse is None or not rep.parse.damaged:
         return ""
-    from tcinspect.render.table import parse_warning
+    from tcinspect.analysis.views import parse_warning
 
     return parse_warning(rep)
 

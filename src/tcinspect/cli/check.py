@@ -63,7 +63,7 @@ def check(
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
 ) -> None:
-    """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
+    """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks
     from tcinspect.analysis import divergence
     from tcinspect.render import checks as render

@@ -339,7 +339,7 @@ def build(
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
         guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
         guards = parse_guards(guard_ev.payload) if guard_ev is not None else ()
-        # a guard is a leaf of the guard tree Dynamo installed (README "What each count means"), not
+        # a guard is a leaf of the guard tree Dynamo installed (docs/trace.md "What each count means"), not
         # compilation_metrics' guard_count (Dynamo's guard objects before the tree is built)
         m = replace(_metrics(cid, group), guard_count=len(guards))
         metrics.append(m)

@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis.views import parse_warning
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
@@ -70,29 +71,6 @@ def summary(rep: Report) -> RenderableType:
     if rep.parse is not None:
         parts.append(Text(parse_warning(rep), style="yellow"))
     return Group(*parts)
-
-
-def parse_warning(rep: Report) -> str:
-    """One line on what the parser did not understand (Report.parse), or ""."""
-    if rep.parse is None:
-        return ""
-    said = []
-    if rep.parse.unknown_events:
-        names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.unknown_events)
-        said.append(f"{sum(e.count for e in rep.parse.unknown_events)} structured-trace events tcinspect does not "
-                    f"know ({names}): torch {rep.torch_version} may record something this tcinspect does not read")
-    if rep.parse.lines_not_understood:
-        said.append(f"{rep.parse.lines_not_understood} lines of the events file were not a record")
-    if rep.parse.artifacts_not_understood:
-        names = ", ".join(f"{e.name} ×{e.count}" for e in rep.parse.artifacts_not_understood)
-        said.append(f"artifacts that could not be read ({names}): the kernels they describe are marked inferred")
-    if rep.parse.payload_mismatches:
-        said.append(f"{rep.parse.payload_mismatches} payloads do not match their md5 (has_payload)")
-    if rep.parse.truncated_payloads:
-        said.append(f"{rep.parse.truncated_payloads} payload cut short (the log ends inside it)")
-    if rep.parse.files_ignored:
-        said.append(f"{rep.parse.files_ignored} files that are not rank logs skipped")
-    return "parse: " + "; ".join(said)
 
 
 def _stage_times(rep: Report) -> str:
