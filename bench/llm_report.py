@@ -19,8 +19,22 @@ import sys
 
 from tcinspect import serialize
 from tcinspect.report import (
-    AotGraphs, AotStage, CompileMetrics, DynamoGraph, DynamoStage, Graph, Guard, InductorStage, Kernel, Node,
-    Options, OutputCode, Report, SourceLocation, Stages, Target,
+    AotGraphs,
+    AotStage,
+    CompileMetrics,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    Guard,
+    InductorStage,
+    Kernel,
+    Node,
+    Options,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 LLAMA = "/opt/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py"

@@ -34,9 +34,10 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 REPO = Path(__file__).resolve().parent.parent
 TCINSPECT = [sys.executable, "-m", "tcinspect"]
@@ -592,7 +593,7 @@ class Bench:
         self.log(f"    {row.note}")
 
     # scaling ----------------------------------------------------------------------------------
-    def scaling(self, cases: Sequence[tuple[int, int]], runs: int, backend: str) -> list["ScalePoint"]:
+    def scaling(self, cases: Sequence[tuple[int, int]], runs: int, backend: str) -> list[ScalePoint]:
         """tcinspect's own time and memory on generated models of each (op lines, graphs) size."""
         points = []
         for nodes, graphs in cases:
@@ -633,7 +634,7 @@ class Bench:
             points.append(point)
         return points
 
-    def scaling_targets(self, points: list["ScalePoint"]) -> None:
+    def scaling_targets(self, points: list[ScalePoint]) -> None:
         """Rows for the targets on the largest single-graph model: own time, its share, peak RSS."""
         single = [p for p in points if p.graphs == 1 and p.own]
         if not single:

@@ -10,11 +10,9 @@ import pytest
 
 from conftest import DATA, SAMPLES, cli
 from tcinspect import serialize
+from tcinspect.analysis.views import codegen_document, find_kernels, fusion_summary
 from tcinspect.parse import assemble, events
 from tcinspect.report import Report, Target
-from tcinspect.analysis.views import codegen_document, find_kernels, fusion_summary
-
-
 
 
 @pytest.fixture()

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from conftest import MODELS, SAMPLES, cli
-from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
-from tcinspect.analysis import compile_time as views
 from tcinspect import serialize
+from tcinspect.analysis import compile_time as views
 from tcinspect.parse import compiletime
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
 from tcinspect.render import compiletime as render
 from tcinspect.render import html
 from tcinspect.report import Phase, RankReport, Report, Target
+from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
 
 # ----------------------------------------------------------------------------- spans -> trees (no torch)
 

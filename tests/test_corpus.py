@@ -14,9 +14,10 @@ import shutil
 import socket
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import pytest
 import yaml

@@ -17,16 +17,27 @@ import yaml
 from rich.console import Console
 
 from conftest import MODELS, SAMPLES, cli, run_cli
-from tcinspect.capturing import launcher
-from tcinspect.analysis import checks, divergence
 from tcinspect import serialize
+from tcinspect.analysis import checks, divergence
+from tcinspect.capturing import launcher
 from tcinspect.errors import CaptureCrashedError, DeviceError, ExitCode, UsageError
 from tcinspect.parse import ddp
 from tcinspect.parse.events import Event, to_json_line
 from tcinspect.render import ranks as render
 from tcinspect.report import (
-    CompileMetrics, DynamoGraph, DynamoStage, Graph, GraphBreak, Guard, Node, Options, RankReport, Report,
-    SourceLocation, Stages, Target,
+    CompileMetrics,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    GraphBreak,
+    Guard,
+    Node,
+    Options,
+    RankReport,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 # ----------------------------------------------------------------------------- hand-built ranks

@@ -64,8 +64,17 @@ def test_a_plain_triton_call_traced_by_dynamo_is_transparent():
 
 def test_report_with_passes_verification_and_exports_round_trips():
     from tcinspect import serialize
-    from tcinspect.report import (AotiRun, ExportRun, ExportSignature, NodeChange, PassRun, Report, Target,
-                                  TensorCheck, Verification)
+    from tcinspect.report import (
+        AotiRun,
+        ExportRun,
+        ExportSignature,
+        NodeChange,
+        PassRun,
+        Report,
+        Target,
+        TensorCheck,
+        Verification,
+    )
 
     rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
                  passes=(PassRun("m:p", "0/0", "forward", 7, 6, (NodeChange("removed", "a = f(x)", ""),)),),
@@ -80,10 +89,9 @@ def test_report_with_passes_verification_and_exports_round_trips():
 # --- custom backends ------------------------------------------------------------------------
 
 def test_custom_backend_target_records_what_it_was_handed():
+    from tcinspect.capturing.custom import load_callable
     from tcinspect.capturing.engine import capture_file
     from tcinspect.report import NOT_RUN, OK, Options
-
-    from tcinspect.capturing.custom import load_callable
 
     oracle = load_callable(f"{BACKENDS}:counting_backend", "--backend").__globals__["SEEN"]  # the same module
     oracle.clear()

@@ -9,7 +9,6 @@ import torch
 
 from conftest import SAMPLES, cli
 from tcinspect.capturing.engine import capture_file
-from tcinspect.report import Options
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from conftest import MODELS, SAMPLES
-from tcinspect.cli import main
+from tcinspect.analysis.views import guard_checks, guards_document
 from tcinspect.capturing.engine import capture_file
+from tcinspect.cli import main
 from tcinspect.parse.guards import suggest_recompile_fix
 from tcinspect.report import Options
-from tcinspect.analysis.views import guard_checks, guards_document
 
 
 def oracle(sample: str, dynamic=None):

@@ -25,8 +25,20 @@ from conftest import ROOT, cli
 from tcinspect import serialize
 from tcinspect.render import html, svg
 from tcinspect.report import (
-    AotGraphs, AotStage, DynamoGraph, DynamoStage, Graph, GraphBreak, InductorStage, Kernel, Node, OutputCode,
-    Report, SourceLocation, Stages, Target,
+    AotGraphs,
+    AotStage,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    GraphBreak,
+    InductorStage,
+    Kernel,
+    Node,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 EVIL = "<script>alert(1)</script>"

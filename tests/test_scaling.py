@@ -50,9 +50,8 @@ def test_a_capture_records_its_own_cost(breaks_report):
 
 
 def test_a_cache_entry_is_compact_json_that_reads_back_the_same(tmp_path):
-    from test_render_limits import big_report
-
     from tcinspect import cache, serialize
+    from test_render_limits import big_report
 
     rep = big_report(200, 20)
     path = cache.store(tmp_path / "model.py", "key", rep)
@@ -70,9 +69,8 @@ def test_a_cache_entry_is_compact_json_that_reads_back_the_same(tmp_path):
 def test_yaml_dump_leaves_the_garbage_collector_as_it_found_it():
     import gc
 
-    from test_render_limits import big_report
-
     from tcinspect import serialize
+    from test_render_limits import big_report
 
     rep = big_report(100, 10)
     assert gc.isenabled()

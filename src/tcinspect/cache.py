@@ -17,11 +17,12 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from tcinspect import __version__, outfile, serialize
 from tcinspect.errors import ReportFormatError, TcinspectError

@@ -17,7 +17,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 from tcinspect.errors import Interrupted
 

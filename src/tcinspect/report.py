@@ -498,7 +498,7 @@ class Report:
             s.status != FAILED for s in (self.stages.dynamo, self.stages.aot_autograd, self.stages.inductor)
         )
 
-    def replace(self, **changes: object) -> "Report":
+    def replace(self, **changes: object) -> Report:
         return dataclasses.replace(self, **changes)
 
 

@@ -8,7 +8,7 @@ import json
 import re
 import typing
 import weakref
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Union
 
@@ -96,7 +96,7 @@ def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- from dicts
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(model))
 
@@ -278,7 +278,7 @@ def _make_builder(tp: Any) -> Any:
         body.append("    else:")
         body.append(f"        {missing}")
     body.append("    return o")
-    exec("\n".join(body), env)  # noqa: S102  (source built above from the report's own field names)
+    exec("\n".join(body), env)  # source built above from the report's own field names
     return env["build"]
 
 
@@ -455,7 +455,7 @@ def dump_data(data: Any, fmt: str, *, compact: bool = False) -> str:
 # and tests read the text back with PyYAML's loader to prove it.
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
 #: words YAML 1.1 loaders (PyYAML) read as booleans or null, never written plain
-_RESERVED = frozenset("y n yes no on off true false null ~".split())
+_RESERVED = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"])
 #: characters a YAML reader refuses (non-printable) or reads as line breaks: always escaped
 _YAML_BREAKS = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]")
 

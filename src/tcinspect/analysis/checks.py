@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import yaml
 
+from tcinspect.analysis.divergence import (
+    INFORMATIONAL_ASPECTS,
+    TELLING_ASPECTS,
+    break_line,
+    compile_order,
+    describe,
+    divergences,
+    first_compile,
+)
+from tcinspect.analysis.views import distinct_breaks
 from tcinspect.errors import ReportFormatError, UsageError
 from tcinspect.report import OK, GraphBreak, Report
-from tcinspect.analysis.divergence import (INFORMATIONAL_ASPECTS, TELLING_ASPECTS, break_line, compile_order, describe,
-                                            divergences, first_compile)
-from tcinspect.analysis.views import distinct_breaks
 
 BASELINE_SCHEMA = 1
 #: The counts a threshold or a baseline can limit, as named in the report's summary.
@@ -48,7 +56,7 @@ class BreakKey:
     code: str
 
     @staticmethod
-    def of(b: GraphBreak) -> "BreakKey":
+    def of(b: GraphBreak) -> BreakKey:
         loc = b.user_frame
         return BreakKey(b.break_type, loc.function if loc else "", (loc.code if loc else "").strip())
 

@@ -4,8 +4,9 @@ the error a failed rank means for the whole run, and the divergences between ran
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect.errors import CaptureCrashedError, RankFailedError, StageFailedError
 from tcinspect.report import OK, Divergence, RankGroup, RankReport, Report, break_identity

@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Optional
 
-from tcinspect.report import (EndToEnd, KernelBench, KernelTiming, OutputCode, Peak, Report, StepGap,
-                              StepProfile, TimeShare)
+from tcinspect.report import (
+    EndToEnd,
+    KernelBench,
+    KernelTiming,
+    OutputCode,
+    Peak,
+    Report,
+    StepGap,
+    StepProfile,
+    TimeShare,
+)
 
 #: Warm-up launches before the timed ones (the first launch of an extern call may set up a handle).
 WARMUP = 3

@@ -14,7 +14,8 @@ import sys
 import tempfile
 import traceback
 import warnings
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 import torch
 

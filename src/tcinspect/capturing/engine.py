@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import replace
 import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Optional
 
-from tcinspect.capturing import _compat, custom, modelfile, outputs, verify
-from tcinspect.parse import assemble
 from tcinspect.analysis import roofline
-from tcinspect.capturing import gpu_timing
-from tcinspect.parse import provenance
-from tcinspect.parse.fromevents import report_from_events
-from tcinspect.parse import events as ev_mod
+from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
+from tcinspect.parse import assemble, provenance
+from tcinspect.parse import events as ev_mod
+from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
-
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
 EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
@@ -360,7 +358,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
             if exc.code not in (None, 0):
                 raise ModelRaisedError(f"{src.path}: the script exited with status {exc.code!r}",
                                        "fix the script, or give its arguments after `--`") from None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if _compat.is_compiler_exception(exc):
                 run.failure = _failure(exc)
             else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
-import sys
 import re
+import sys
 import tempfile
 import traceback
 from pathlib import Path

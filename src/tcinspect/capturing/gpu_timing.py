@@ -21,15 +21,26 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Optional
 
-from tcinspect.analysis.roofline import (BURST, IN_STEP_STEPS, IN_STEP_WARMUP, WARMUP, Arg, Launch, Measured,
-                                         _less_overhead, compute_dtypes, datasheet, theoretical_bandwidth)
+from tcinspect.analysis.roofline import (
+    BURST,
+    IN_STEP_STEPS,
+    IN_STEP_WARMUP,
+    WARMUP,
+    Arg,
+    Launch,
+    Measured,
+    _less_overhead,
+    compute_dtypes,
+    datasheet,
+    theoretical_bandwidth,
+)
 from tcinspect.errors import DeviceError, UsageError
 from tcinspect.report import EndToEnd, Options, Peak
-
 
 # ----------------------------------------------------------------------------- measuring (torch)
 

@@ -17,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect import errors, interrupts, serialize
 from tcinspect.report import Options, Report, Target, options_from_json

@@ -23,17 +23,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect import __version__, interrupts, serialize
+from tcinspect.analysis.divergence import merge, raise_for_ranks
 from tcinspect.errors import (
     DeviceError,
     TcinspectError,
     UsageError,
 )
-from tcinspect.analysis.divergence import merge, raise_for_ranks
 from tcinspect.report import (
     OK,
     Options,

@@ -13,9 +13,10 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError
 
@@ -205,7 +206,7 @@ def load(src: ModelSource, model_name: str = "model", inputs_name: str = "exampl
         sys.modules.pop(run_name, None)
         raise ModelFileError(f"{src.path}: the model file called sys.exit({exc.code!r}) while being imported",
                              "move script code under `if __name__ == \"__main__\":`") from None
-    except Exception as exc:  # noqa: BLE001 - any error in user code becomes one line
+    except Exception as exc:  # any error in user code becomes one line
         sys.modules.pop(run_name, None)
         where = user_frame(exc, src.path) or str(src.path)
         raise ModelFileError(f"{where}: importing the model file raised {describe(exc)}",
@@ -256,7 +257,7 @@ def _as_inputs(value: Any, name: str, path: Path) -> tuple:
     if callable(value) and not isinstance(value, tuple) and not hasattr(value, "shape"):
         try:
             value = value()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             where = user_frame(exc, path) or str(path)
             raise ModelRaisedError(f"{where}: calling `{name}()` raised {describe(exc)}",
                                    f"fix `{name}` so that it returns a tuple of positional arguments") from exc

@@ -10,7 +10,8 @@ import logging
 import os
 import sys
 import traceback
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import typer
 
@@ -41,6 +42,8 @@ def _root(version: bool = typer.Option(False, "--version", help="Print tcinspect
     """Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile."""
 
 
+# the import order is the order `tcinspect --help` lists the commands in
+# isort: off
 from tcinspect.cli import trace as _trace  # noqa: E402,F401  (registers the command)
 from tcinspect.cli import breaks as _breaks  # noqa: E402,F401
 from tcinspect.cli import codegen as _codegen  # noqa: E402,F401
@@ -50,6 +53,7 @@ from tcinspect.cli import guards as _guards  # noqa: E402,F401
 from tcinspect.cli import verify as _verify  # noqa: E402,F401
 from tcinspect.cli import export as _export  # noqa: E402,F401
 from tcinspect.cli import compile_time as _compile_time  # noqa: E402,F401
+# isort: on
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
+from tcinspect.analysis import divergence
+from tcinspect.analysis.views import breaks_document, fullgraph_ok
 from tcinspect.cli import app
 from tcinspect.cli import common as c
 from tcinspect.errors import ExitCode
-from tcinspect.analysis import divergence
 from tcinspect.render import breaks as render
 from tcinspect.render import ranks
-from tcinspect.analysis.views import breaks_document, fullgraph_ok
 
 FullgraphCheck = Annotated[bool, typer.Option(
     "--fullgraph", help="Also say whether the model compiles with fullgraph=True (exit 1 if it does not).")]

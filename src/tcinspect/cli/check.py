@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -32,7 +32,7 @@ CompileTimeTolerance = Annotated[Optional[float], typer.Option(
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
 def check(
-    files: Annotated[Optional[List[str]], typer.Argument(
+    files: Annotated[Optional[list[str]], typer.Argument(
         help="Model files or saved reports (default: `models` in [tool.tcinspect]).", show_default=False)] = None,
     max_graph_breaks: MaxBreaks = None,
     max_graphs: MaxGraphs = None,
@@ -64,8 +64,7 @@ def check(
     debug: c.DebugOpt = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed."""
-    from tcinspect.analysis import checks
-    from tcinspect.analysis import divergence
+    from tcinspect.analysis import checks, divergence
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -128,8 +127,8 @@ def check(
 
 def _update(path: Path, snapshots: dict) -> None:
     """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
-    from tcinspect.analysis import checks
     from tcinspect import interrupts, outfile
+    from tcinspect.analysis import checks
 
     interrupts.check()
     models = {}

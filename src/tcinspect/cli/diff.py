@@ -21,8 +21,8 @@ def diff(
     debug: c.DebugOpt = False,
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
-    from tcinspect.analysis import diffing
     from tcinspect import request as sources
+    from tcinspect.analysis import diffing
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)

@@ -36,9 +36,9 @@ def guards(
     from dataclasses import replace
 
     from tcinspect.analysis import divergence
+    from tcinspect.analysis.views import guards_document
     from tcinspect.render import guards as render
     from tcinspect.render import ranks
-    from tcinspect.analysis.views import guards_document
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)

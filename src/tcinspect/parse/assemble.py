@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional
+from typing import Optional
 
 from tcinspect.parse import events as ev_mod
+from tcinspect.parse import provenance
 from tcinspect.parse.breaks import parse_break
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
-from tcinspect.parse import provenance
 from tcinspect.parse.inductor import aot_id_of, parse_output_code, part_of
 from tcinspect.report import (
     FAILED,
@@ -20,13 +21,13 @@ from tcinspect.report import (
     AotGraphs,
     AotStage,
     CompileMetrics,
+    CustomOp,
     DynamoGraph,
     DynamoStage,
     Graph,
     InductorStage,
-    OutputCode,
-    CustomOp,
     NodeChange,
+    OutputCode,
     PassRun,
     Recompile,
     Stages,

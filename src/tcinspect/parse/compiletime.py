@@ -10,8 +10,9 @@ log); ``build`` adds torch's compilation_metrics, the cache look-ups and the fin
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.report import (
@@ -119,7 +120,7 @@ class _Open:
     name: str
     start: float
     args: dict
-    children: list["_Tree"] = field(default_factory=list)
+    children: list[_Tree] = field(default_factory=list)
 
 
 @dataclass
@@ -130,7 +131,7 @@ class _Tree:
     start: float
     end: float
     args: dict
-    children: list["_Tree"]
+    children: list[_Tree]
 
 
 @dataclass

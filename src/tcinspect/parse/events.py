@@ -9,9 +9,10 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 from tcinspect.report import EventCount, ParseHealth
 

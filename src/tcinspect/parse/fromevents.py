@@ -6,8 +6,9 @@ Pure: no torch import, so a log from any machine reads anywhere (tests/test_torc
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Optional
 
 from tcinspect import __version__
 from tcinspect.parse import assemble, compiletime

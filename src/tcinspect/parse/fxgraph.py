@@ -7,7 +7,8 @@ another torch version) can be analysed on any machine without torch.
 from __future__ import annotations
 
 import re
-from typing import Container, Optional
+from collections.abc import Container
+from typing import Optional
 
 from tcinspect.report import Graph, Node, SourceLocation
 

@@ -20,9 +20,10 @@ import os
 import re
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Optional, Union, cast
+from typing import IO, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
@@ -77,7 +78,7 @@ def is_log(path: Union[str, Path]) -> bool:
 def _open(path: Path) -> IO[bytes]:
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
-    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # noqa: SIM115 - the caller closes it
+    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # the caller closes it
 
 
 def _records(fh: IO[bytes], health: LogHealth) -> Iterator[tuple[bytes, bool]]:

@@ -5,7 +5,7 @@ Pure: never prints, never imports torch.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich import box
 from rich.console import Group, RenderableType

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from typing import Optional
-
+from tcinspect.analysis.views import fusion_summary
 from tcinspect.render.parts import code_panel
 from tcinspect.render.table import ROW_LIMIT, compact_lines, kernel_table
 from tcinspect.report import Kernel, OutputCode, Report
-from tcinspect.analysis.views import fusion_summary
 
 
 def catalog(rep: Report, limit: Optional[int] = ROW_LIMIT) -> RenderableType:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table

@@ -5,7 +5,7 @@ Pure functions of the report (no torch, no printing).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table

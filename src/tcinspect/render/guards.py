@@ -9,10 +9,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis.views import frames, guard_checks
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph
 from tcinspect.report import Report
-from tcinspect.analysis.views import frames, guard_checks
 
 
 def _input_name(i: int) -> str:

@@ -12,8 +12,9 @@ import hashlib
 import html
 import os
 import re
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Optional
 
 from tcinspect.analysis import views
 from tcinspect.render import svg

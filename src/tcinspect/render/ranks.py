@@ -7,7 +7,8 @@ the report has no ``ranks``, so a command can call it either way.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table

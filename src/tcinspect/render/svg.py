@@ -10,8 +10,9 @@ import html
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Optional
 
 from tcinspect.errors import UsageError
 from tcinspect.report import DynamoGraph, Graph, GraphBreak, Kernel, Node, OutputCode, Report, break_identity
