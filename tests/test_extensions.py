@@ -119,7 +119,7 @@ def test_module_callable_backend_is_imported_from_the_working_directory(capsys, 
     ("no_such_backend", "unknown backend 'no_such_backend'"),
 ])
 def test_bad_backend_targets_are_one_line_exit_2(capsys, spec, message):
-    code, out, err = cli(capsys, "trace", str(SILU), "--backend", spec)
+    code, _out, err = cli(capsys, "trace", str(SILU), "--backend", spec)
     assert code == 2 and message in err and "Traceback" not in err
     assert err.count("\n") == 1
 
@@ -284,7 +284,7 @@ def test_passes_and_verify_work_in_an_isolated_capture(capsys):
 
 
 def test_an_aoti_crash_is_that_modes_failure_not_tcinspects(capsys):
-    code, out, err = cli(capsys, "export", str(Path(__file__).parent / "models" / "aoti_crash.py"), "--non-strict",
+    code, out, _err = cli(capsys, "export", str(Path(__file__).parent / "models" / "aoti_crash.py"), "--non-strict",
                          "--aoti", "-f", "json")
     (run,) = json.loads(out)["exports"]
     assert code == 1 and run["ok"] is True  # the export itself worked

@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tcinspect.capturing import engine
+from tcinspect.capturing import engine  # noqa: E402
 from tcinspect.parse import provenance  # noqa: E402
 from tcinspect.report import Options  # noqa: E402
 

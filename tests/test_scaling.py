@@ -14,7 +14,7 @@ def readable_graph(nodes: int) -> str:
              "        l_x_ = L_x_",
              '        mul_0: "f32[8, 16][16, 1]cpu" = l_x_ * 1.001;  l_x_ = None']
     for i in range(1, nodes):
-        lines.append("        # File: /src/model.py:%d in forward, code: x = torch.sin(x)" % (10 + i))
+        lines.append(f"        # File: /src/model.py:{10 + i} in forward, code: x = torch.sin(x)")
         lines.append(f'        mul_{i}: "f32[8, 16][16, 1]cpu" = torch.sin(mul_{i - 1});  mul_{i - 1} = None')
     lines.append(f"        return (mul_{nodes - 1},)")
     return "\n".join(lines) + "\n"

@@ -164,7 +164,7 @@ def _resolve(
             raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
                              f"`{model_name}`), which takes no arguments",
                              "remove it; only a script (a file without `model`) takes arguments after --")
-    extra = (model_name, inputs_name, *script_args) + ({True: ("--script",), False: ("--model",)}.get(as_script, ()))
+    extra = (model_name, inputs_name, *script_args, *{True: ("--script",), False: ("--model",)}.get(as_script, ()))
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]

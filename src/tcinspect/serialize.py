@@ -203,7 +203,7 @@ _MAKING: set[Any] = set()
 def _make_builder(tp: Any) -> Any:
     origin = typing.get_origin(tp)
     if origin is Union:
-        inner = _builder([a for a in typing.get_args(tp) if a is not type(None)][0])
+        inner = _builder(next(a for a in typing.get_args(tp) if a is not type(None)))
         return lambda v: None if v is None else inner(v)
     if origin is tuple:
         args = typing.get_args(tp)
@@ -465,7 +465,7 @@ def _quote(text: str) -> str:
     if _PLAIN.match(text) and text.lower() not in _RESERVED:
         return text
     quoted = json.dumps(text, ensure_ascii=False)
-    return _YAML_BREAKS.sub(lambda m: "\\u%04x" % ord(m.group()), quoted)
+    return _YAML_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 def _scalar(value: Any) -> str:

@@ -34,7 +34,7 @@ class Recorder(logging.Handler):
         self.call = -1  # which model call is running (set by the capture loop)
         # in an isolated child, every event is also appended to a file as it arrives, so that a
         # crash or a timeout still leaves the stages recorded before it
-        self._stream = open(stream, "a", encoding="utf-8") if stream else None
+        self._stream = open(stream, "a", encoding="utf-8") if stream else None  # noqa: SIM115 - closed by close()
         self.seconds = 0.0  # spent in emit(): tcinspect's own share of the compile (Report.timings)
         self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
         #: str(id(module)) -> its name in the user's model, so module paths start at the user's root

@@ -84,9 +84,9 @@ def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional
 def _constant(tree: ast.Module, name: str) -> str:
     """The value of a top-level `name = "literal"` assignment, or ""."""
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                return node.value.value
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)):
+            return node.value.value
     return ""
 
 

@@ -122,10 +122,7 @@ def event_name(metadata: dict[str, Any]) -> str:
     for key, value in metadata.items():
         if key in _CONTEXT_KEYS:
             continue
-        if key == "artifact" and isinstance(value, dict):
-            name = str(value.get("name", "artifact"))
-        else:
-            name = key
+        name = str(value.get("name", "artifact")) if key == "artifact" and isinstance(value, dict) else key
         return name
     return ""
 

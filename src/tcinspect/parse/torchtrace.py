@@ -123,12 +123,12 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     # the payload without each line's tab: record[nl + 1] is the first line's
     payload = record[nl + 2:].replace(b"\n\t", b"\n") if nl >= 0 else None
     expected = meta.get("has_payload")
-    if isinstance(expected, str):
-        if payload is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected:
-            if payload is None or (last and health.cut_short):
-                health.truncated_payloads += 1
-            else:
-                health.payload_mismatches += 1
+    if isinstance(expected, str) and (payload is None
+                                      or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected):
+        if payload is None or (last and health.cut_short):
+            health.truncated_payloads += 1
+        else:
+            health.payload_mismatches += 1
     if name == "str":
         value = meta.get("str")
         if isinstance(value, list) and len(value) == 2 and isinstance(value[1], int):

@@ -43,7 +43,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
         hidden = 0
         shown = []
         for kind, text, x in checks:
-            if not all_kinds and kind not in USER_GUARD_KINDS + ("dtype", "device", "attribute"):
+            if not all_kinds and kind not in (*USER_GUARD_KINDS, "dtype", "device", "attribute"):
                 hidden += 1
                 continue
             if not all_kinds and x.guard_type == "DIMENSION_DYNAMIC_MARKING_GUARD":

@@ -7,6 +7,7 @@ Never imports torch.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 import shutil
 import subprocess
@@ -380,7 +381,7 @@ def dot_source(pics: Sequence[Picture], *, legend: bool = True, budget: int = MA
         body.append("}")
         ends.append((pic, first, brk))
     # a break ends a frame's graph; Dynamo resumes in a new frame, whose graph is the next one drawn
-    for p, ((pic, _, brk), (nxt, first, _)) in enumerate(zip(ends, ends[1:])):
+    for p, ((pic, _, brk), (nxt, first, _)) in enumerate(itertools.pairwise(ends)):
         if brk and first and nxt.stage == "dynamo" and nxt.frame != pic.frame:
             body.append(f'{brk} -> {first} [color="{BREAK_FILL}", style=dashed, label="next graph", '
                         f'fontcolor="{BREAK_FILL}", lhead="cluster_{p + 1}"];')
@@ -576,7 +577,7 @@ def stacked(pics: Sequence[Picture], budget: int = LAYERED_MAX_NODES * 4) -> str
         drawings.append((text, w, h))
     width = max(w for _, w, _ in drawings)
     out, y = [], 0.0
-    for text, w, h in drawings:
+    for text, _, h in drawings:
         out.append(text.replace("<svg ", f'<svg x="0" y="{y:.0f}" ', 1).replace(' xmlns="http://www.w3.org/2000/svg"', ""))
         y += h + 20
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
