@@ -64,22 +64,3 @@ def test_a_cache_entry_is_compact_json_that_reads_back_the_same(tmp_path):
     assert serialize.from_dict(data) == rep
     assert serialize.loads(serialize.dumps(rep, "json")) == rep  # -o report.json stays indented
     assert serialize.dumps(rep, "json").count("\n") > 200
-
-
-def test_yaml_dump_leaves_the_garbage_collector_as_it_found_it():
-    import gc
-
-    from tcinspect import serialize
-    from test_render_limits import big_report
-
-    rep = big_report(100, 10)
-    assert gc.isenabled()
-    text = serialize.dumps(rep, "yaml")  # the collector is off only while PyYAML builds its nodes
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        assert serialize.dumps(rep, "yaml") == text
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-    assert serialize.loads(text) == rep

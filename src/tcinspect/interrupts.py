@@ -35,11 +35,6 @@ _files: set[str] = set()
 _cleanups: dict[int, Callable[[], None]] = {}
 
 
-def received() -> Optional[int]:
-    """The signal that interrupted this command, or None."""
-    return _received
-
-
 def exit_code(signum: int) -> int:
     """The shell's convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM)."""
     return 128 + int(signum)

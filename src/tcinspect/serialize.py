@@ -393,26 +393,6 @@ def _same_summary(where: str, stored: Any, actual: model.Summary) -> None:
 # ----------------------------------------------------------------------------- text
 
 
-# libyaml's emitter when PyYAML was built with it: several times faster on large reports
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    pass
-
-
-def _str_representer(dumper: Any, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-def _list_representer(dumper: Any, data: list) -> yaml.Node:
-    # short lists of scalars (shapes, strides, op names) read best on one line
-    flow = bool(data) and all(isinstance(v, (str, int, float)) and "\n" not in str(v) for v in data) and len(data) <= 16
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
-
-
-_Dumper.add_representer(str, _str_representer)
-_Dumper.add_representer(list, _list_representer)
-
-
 def dumps(rep: model.Report, fmt: str, *, timings: bool = True, compact: bool = False) -> str:
     """The report as YAML or JSON text (stable key order, code as YAML block scalars)."""
     data, texts = _dumped(rep, timings)

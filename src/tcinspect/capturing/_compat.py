@@ -172,17 +172,6 @@ def compile_fn(model: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     return torch.compile(model, **kwargs)
 
 
-def inductor_config_snapshot() -> dict[str, Any]:
-    """Inductor's config as a dict (torch._inductor.config.save_config_portable, 2.11-2.15)."""
-    from torch._inductor import config
-
-    return dict(config.get_config_copy())
-
-
-def dynamo_config_snapshot() -> dict[str, Any]:
-    return dict(torch._dynamo.config.get_config_copy())
-
-
 def registered_backends(everything: bool = True) -> list[str]:
     """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.15).
 

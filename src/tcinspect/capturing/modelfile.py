@@ -43,10 +43,6 @@ class LoadedModel:
     device: str = ""
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional[bool] = None) -> ModelSource:
     """Read and compile a model file; decide statically whether it is a model file or a script.
 

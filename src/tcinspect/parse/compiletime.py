@@ -228,20 +228,6 @@ def breakdown(phase: Phase) -> dict[str, float]:
     return {g: round(v, 6) for g, v in out.items() if v > 0}
 
 
-def exclusive_by_name(phase: Phase) -> dict[str, float]:
-    """Exclusive seconds by span name over a tree (the root's own time is "other")."""
-    out: dict[str, float] = {}
-
-    def walk(p: Phase, root: bool) -> None:
-        key = "other" if root else p.name
-        out[key] = out.get(key, 0.0) + p.self_s
-        for c in p.children:
-            walk(c, False)
-
-    walk(phase, True)
-    return out
-
-
 # ----------------------------------------------------------------------------- events -> CompileTime
 
 

@@ -31,7 +31,7 @@ IGNORED = frozenset({"str", "describe_storage", "describe_tensor", "describe_sou
 CHROMIUM_EVENT = "chromium_event"
 _CHROMIUM_ARGS = ("compile_id", "is_backward", "cache_state", "cache_bypass_reason", "time_saved_ms")
 
-#: tcinspect's own artifacts, logged on the same trace (capture/custom.py): what a custom backend
+#: tcinspect's own artifacts, logged on the same trace (capturing/custom.py): what a custom backend
 #: was handed, and what each --pass changed.
 BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
 PASS_ARTIFACT = "tcinspect_pass"
