@@ -12,7 +12,7 @@ from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import Report
 
 
-@app.command("export", epilog="Example: tcinspect export sample_models/export_matrix.py --dynamic-dim 0")
+@app.command("export", epilog="Example: tcinspect export sample_models/export_cases.py --dynamic-dim 0")
 def export_(
     file: c.FileArg = None,
     strict: Annotated[bool, typer.Option("--strict", help="Run strict (TorchDynamo) export.")] = False,
