@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from tcinspect.report import Report
 
 
 class ExitCode(enum.IntEnum):
@@ -77,7 +81,7 @@ class StageFailedError(TcinspectError):
 
     exit_code = ExitCode.STAGE_FAILED
 
-    def __init__(self, cause: str, fix: str = "", report: object = None) -> None:
+    def __init__(self, cause: str, fix: str = "", report: Optional[Report] = None) -> None:
         super().__init__(cause, fix)
         self.report = report
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 #: Bumped whenever a saved report of the previous version cannot be read as it is.
 SCHEMA_VERSION = 1
@@ -297,9 +297,10 @@ class Options:
     try_mode: str = ""
 
 
-def options_from_json(data: dict) -> Options:
+def options_from_json(data: dict[str, Any]) -> Options:
     """Options back from JSON (an isolated child, a rank, AOTInductor's child): lists become tuples."""
-    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return Options(**fields)
 
 
 @dataclass(frozen=True)
@@ -498,7 +499,7 @@ class Report:
             s.status != FAILED for s in (self.stages.dynamo, self.stages.aot_autograd, self.stages.inductor)
         )
 
-    def replace(self, **changes: object) -> Report:
+    def replace(self, **changes: Any) -> Report:
         return dataclasses.replace(self, **changes)
 
 

@@ -164,7 +164,8 @@ def _resolve(
             raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
                              f"`{model_name}`), which takes no arguments",
                              "remove it; only a script (a file without `model`) takes arguments after --")
-    extra = (model_name, inputs_name, *script_args, *{True: ("--script",), False: ("--model",)}.get(as_script, ()))
+    forced = () if as_script is None else ("--script",) if as_script else ("--model",)
+    extra = (model_name, inputs_name, *script_args, *forced)
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]

@@ -104,8 +104,8 @@ def _hints(cls: type) -> dict[str, Any]:
 def _build(tp: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is Union:  # Optional[X]
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return None if value is None else _build(args[0], value, where)
+        present = [a for a in typing.get_args(tp) if a is not type(None)]
+        return None if value is None else _build(present[0], value, where)
     if origin is tuple:
         if not isinstance(value, list):
             raise _bad(where, "a list", value)
@@ -113,7 +113,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_build(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         return tuple(_build(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise _bad(where, "a mapping", value)
         hints = _hints(tp)
@@ -163,7 +163,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 
 
-def _may_be_absent(tp: type, f: dataclasses.Field) -> bool:
+def _may_be_absent(tp: type, f: dataclasses.Field[Any]) -> bool:
     # *_time_s keys are left out by --no-timings and read back as 0
     return ((tp is model.Report and f.name in OPTIONAL_SECTIONS) or f"{tp.__name__}.{f.name}" in ADDED_TO_SCHEMA_1
             or f.name.endswith("_time_s"))
@@ -240,12 +240,13 @@ def _make_builder(tp: Any) -> Any:
                 raise _Mismatch
             return float(v)
         return number
-    if not dataclasses.is_dataclass(tp) or hasattr(tp, "__post_init__") or hasattr(tp, "__slots__"):
+    if (not isinstance(tp, type) or not dataclasses.is_dataclass(tp) or hasattr(tp, "__post_init__")
+            or hasattr(tp, "__slots__")):
         def slow(v: Any) -> Any:
             raise _Mismatch
         return slow
     # the class's own function: scalars checked inline, other fields through their builders
-    hints = _hints(typing.cast(type, tp))
+    hints = _hints(tp)
     env: dict[str, Any] = {"_Mismatch": _Mismatch, "_new": object.__new__, "_tp": tp, "dict": dict,
                            "str": str, "int": int, "bool": bool, "float": float}
     env["_names"] = frozenset(f.name for f in dataclasses.fields(tp))
@@ -324,7 +325,7 @@ def from_dict(data: Any) -> model.Report:
                 rank_summaries.append((i, r.pop("summary")))
     # a report written with --no-timings has no *_time_s keys: they read back as 0
     try:
-        rep = _builder(model.Report)(fields)
+        rep: model.Report = _builder(model.Report)(fields)
     except _Mismatch:
         rep = _build(model.Report, fields, "report")  # the same rules, with the bad key's name
     rep = dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))

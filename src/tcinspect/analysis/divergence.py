@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from tcinspect.errors import CaptureCrashedError, RankFailedError, StageFailedError
-from tcinspect.report import OK, Divergence, RankGroup, RankReport, Report, break_identity
+from tcinspect.report import OK, Divergence, GraphBreak, OutputCode, RankGroup, RankReport, Report, break_identity
 
 #: Rank statuses with no result file: the rank ended before it could write one.
 ENDED = ("crashed", "timed_out", "stopped", "missing")
@@ -188,11 +188,11 @@ class _RankView:
         self.rank = rank
         dyn = rank.stages.dynamo
         self.graphs = {g.compile_id: g for g in dyn.graphs}
-        self.breaks: dict[str, list] = {}
+        self.breaks: dict[str, list[GraphBreak]] = {}
         for b in dyn.graph_breaks:
             self.breaks.setdefault(b.compile_id, []).append(b)
         self.recompiles = {r.compile_id: r for r in dyn.recompiles}
-        self.outputs: dict[str, list] = {}
+        self.outputs: dict[str, list[OutputCode]] = {}
         for o in rank.stages.inductor.outputs:
             self.outputs.setdefault(o.compile_id, []).append(o)
         self.splits = {s.compile_id: s for s in rank.ddp_splits}

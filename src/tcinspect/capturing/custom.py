@@ -65,7 +65,7 @@ def load_callable(spec: str, option: str) -> Callable[..., Any]:
                 sys.modules.pop(name, None)
                 raise UsageError(f"{option} '{spec}': importing {where} raised {type(exc).__name__}: {exc}",
                                  f"fix {where} (run `python {where}` to see the error)") from exc
-            module.__tcinspect_mtime__ = stamp
+            module.__tcinspect_mtime__ = stamp  # type: ignore[attr-defined]  # tcinspect's own mark on the module
     else:
         sys.path.insert(0, ".")  # `module:fn` from the directory tcinspect runs in, as `python -m` would
         try:

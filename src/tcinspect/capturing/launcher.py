@@ -210,7 +210,7 @@ def run_launcher(cmd: list[str], env: dict[str, str], directory: Path, nproc: in
         timed_out = False
         try:
             with interrupts.cleanup(lambda: kill(proc, directory, nproc)):
-                code = proc.wait(timeout=timeout)
+                code: Optional[int] = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             code = stop(proc, directory, nproc)
@@ -315,9 +315,9 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
     if data is not None and "error" in data:
         err = data["error"]
         text = TcinspectError(str(err.get("cause", "")), str(err.get("fix", ""))).one_line()
-        partial = _recorded(events, options, None)
-        return (RankReport(rank=files.rank, status="error", error=text, device=options.device, stages=partial[0],
-                           compiles=partial[1], ddp_splits=splits, compile_time=_compile_time(events)), None)
+        stages, compiles = _recorded(events, options, None)
+        return (RankReport(rank=files.rank, status="error", error=text, device=options.device, stages=stages,
+                           compiles=compiles, ddp_splits=splits, compile_time=_compile_time(events)), None)
     fault, stopped = _read_text(files.fault), _read_text(files.stopped)
     fatal = _FATAL.search(fault)
     if not files.pid.exists():

@@ -266,7 +266,7 @@ def _as_inputs(value: Any, name: str, path: Path) -> tuple:
     return value
 
 
-def script_frame_error(exc: BaseException, path: Path) -> Optional[ModelRaisedError]:
+def script_frame_error(exc: BaseException, path: Path) -> ModelRaisedError:
     """The one-line error for a script that raised, naming its line."""
     where = user_frame(exc, path) or str(path)
     return ModelRaisedError(f"{where}: the script raised {describe(exc)}",

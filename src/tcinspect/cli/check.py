@@ -107,6 +107,7 @@ def check(
                                                                     baseline_path))
 
     if update:
+        assert baseline_path is not None  # refused above: --update needs a baseline path
         _update(baseline_path, snapshots)
     if junit is not None:
         from tcinspect import interrupts, outfile

@@ -164,6 +164,7 @@ def with_report(file: Optional[str], opts: Options, model: Optional[str], inputs
                                isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
     except StageFailedError as exc:
         interrupts.check()
+        assert exc.report is not None  # every StageFailedError raised on this path carries the report so far
         show(exc.report)
         raise
     interrupts.check()  # torch may have swallowed the KeyboardInterrupt: nothing is shown then

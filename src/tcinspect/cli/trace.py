@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -74,7 +74,7 @@ def trace(
                                           pages=_pages(rep, graph or ())), script=script)
 
 
-def _pages(rep: Report, graphs: list[str]) -> dict[str, Callable[[], str]]:
+def _pages(rep: Report, graphs: Sequence[str]) -> dict[str, Callable[[], str]]:
     """The formats drawn from the whole report, rendered only when chosen."""
     return {"html": lambda: _html(rep), "svg": lambda: _svg(rep, graphs)}
 
@@ -86,7 +86,7 @@ def _html(rep: Report) -> str:
         return html.render(rep, tick)
 
 
-def _svg(rep: Report, graphs: list[str]) -> str:
+def _svg(rep: Report, graphs: Sequence[str]) -> str:
     from tcinspect.render import svg
 
     with _drawing():

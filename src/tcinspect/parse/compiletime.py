@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Any, Optional
 
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.report import (
@@ -99,7 +99,7 @@ class Span:
     name: str
     ts: float
     compile_id: str = ""  # "" for a span logged outside any compile (a compile worker thread)
-    args: dict = field(default_factory=dict, compare=False)
+    args: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 def span_of(ev: Event) -> Optional[Span]:
@@ -119,7 +119,7 @@ def span_of(ev: Event) -> Optional[Span]:
 class _Open:
     name: str
     start: float
-    args: dict
+    args: dict[str, Any]
     children: list[_Tree] = field(default_factory=list)
 
 
@@ -130,7 +130,7 @@ class _Tree:
     name: str
     start: float
     end: float
-    args: dict
+    args: dict[str, Any]
     children: list[_Tree]
 
 
@@ -231,12 +231,12 @@ def breakdown(phase: Phase) -> dict[str, float]:
 # ----------------------------------------------------------------------------- events -> CompileTime
 
 
-def _num(d: dict, key: str) -> float:
+def _num(d: dict[str, Any], key: str) -> float:
     v = d.get(key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
-def _compile_threads(metrics: dict) -> int:
+def _compile_threads(metrics: dict[str, Any]) -> int:
     text = metrics.get("inductor_config")
     if not isinstance(text, str):
         return 0
@@ -297,8 +297,8 @@ def build(events: Iterable[Event], recompiles: Sequence[Recompile] = ()) -> Opti
     if not spans:
         return None
     trees = spans_to_trees(spans)
-    forward_metrics: dict[str, list[dict]] = {}
-    backward_metrics: dict[str, list[dict]] = {}
+    forward_metrics: dict[str, list[dict[str, Any]]] = {}
+    backward_metrics: dict[str, list[dict[str, Any]]] = {}
     threads = 0
     for e in evs:
         if e.name == "compilation_metrics" and e.compile_id:

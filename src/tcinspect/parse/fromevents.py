@@ -14,7 +14,16 @@ from tcinspect import __version__
 from tcinspect.parse import assemble, compiletime
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event
-from tcinspect.report import InputSetError, Options, ParseHealth, Report, Target, Verification
+from tcinspect.report import (
+    CompileMetrics,
+    InputSetError,
+    Options,
+    ParseHealth,
+    Report,
+    Stages,
+    Target,
+    Verification,
+)
 
 
 def report_from_events(
@@ -36,7 +45,7 @@ def report_from_events(
     compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added."""
     start = time.perf_counter()
 
-    def build(f: Optional[assemble.Failure]) -> tuple:
+    def build(f: Optional[assemble.Failure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
         return assemble.build(events, backend=options.backend, failure=f, side_table=side_table)
 
     stages, metrics = build(failure)

@@ -161,11 +161,11 @@ def _tracks(rep: Report) -> list[tuple[int, str, CompileTime]]:
     return [(0, rep.target.path or rep.target.model_name or "compile", rep.compile_time)]
 
 
-def _x(name: str, cat: str, pid: int, tid: int, ts: int, dur: int, args: dict) -> dict[str, Any]:
+def _x(name: str, cat: str, pid: int, tid: int, ts: int, dur: int, args: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def _nested(p: Phase, base_us: float, pid: int, tid: int, lo: int, hi: int, label: str, args: dict,
+def _nested(p: Phase, base_us: float, pid: int, tid: int, lo: int, hi: int, label: str, args: dict[str, Any],
             out: list[dict[str, Any]]) -> int:
     """Append a phase and its children as complete ("X") events; returns where it ends (µs).
 

@@ -197,7 +197,7 @@ def pictures(rep: Report) -> list[Picture]:
     """Every Dynamo graph (with the breaks that ended it), then every Inductor post-grad graph."""
     out: list[Picture] = []
     breaks: dict[str, list[GraphBreak]] = {}
-    seen: set[tuple] = set()
+    seen: set[tuple[str, tuple[str, str, int, str]]] = set()
     for b in rep.stages.dynamo.graph_breaks:
         key = (b.compile_id, break_identity(b))
         if key not in seen:  # Dynamo may log one break twice (it restarts the analysis)
@@ -573,7 +573,9 @@ def stacked(pics: Sequence[Picture], budget: int = LAYERED_MAX_NODES * 4) -> str
         why = "" if limit == LAYERED_MAX_NODES else f"at most {budget:,} nodes are drawn per picture"
         text, drawn, _ = layered(pic, limit, why)
         left -= drawn
-        w, h = (float(v) for v in re.search(r'width="(\d+)" height="(\d+)"', text).groups())  # type: ignore[union-attr]
+        size = re.search(r'width="(\d+)" height="(\d+)"', text)
+        assert size is not None  # layered() always writes the picture's width and height
+        w, h = (float(v) for v in size.groups())
         drawings.append((text, w, h))
     width = max(w for _, w, _ in drawings)
     out, y = [], 0.0
