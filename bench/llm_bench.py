@@ -126,7 +126,7 @@ def measure(name: str, yaml_path: Path, work: Path, runs: int) -> dict:
     if CHROMIUM.exists() and shutil.which("dot") is not None:
         try:
             row["open_ms"] = chromium_load_ms(html_path)
-        except Exception as exc:  # a missing Playwright browser is a skipped cell, not a failed bench
+        except Exception as exc:  # noqa: BLE001 - a missing Playwright browser is a skipped cell, not a failed bench
             print(f"chromium: {exc}", file=sys.stderr)
     return row
 

@@ -19,8 +19,22 @@ import sys
 
 from tcinspect import serialize
 from tcinspect.report import (
-    AotGraphs, AotStage, CompileMetrics, DynamoGraph, DynamoStage, Graph, Guard, InductorStage, Kernel, Node,
-    Options, OutputCode, Report, SourceLocation, Stages, Target,
+    AotGraphs,
+    AotStage,
+    CompileMetrics,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    Guard,
+    InductorStage,
+    Kernel,
+    Node,
+    Options,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 LLAMA = "/opt/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py"
@@ -183,7 +197,7 @@ def _part(layers: int, part: str, prefix: str) -> tuple[list[Node], list[Kernel]
         pending.clear()
 
     for layer in range(layers):
-        for j, (target, line, code, shape_key) in enumerate(ops):
+        for target, line, code, shape_key in ops:
             shape = _SHAPES[shape_key]
             prev = nodes[-1].name
             args = f"{prev}, {residual}" if target.endswith("add.Tensor") else \
@@ -209,7 +223,7 @@ def _part(layers: int, part: str, prefix: str) -> tuple[list[Node], list[Kernel]
                 residual = n.name
         flush(layer)
     nodes.append(Node("output", "output", "output", nodes[-1].name))
-    wrapper = ("# AOT ID: ['0_%s']\nfrom ctypes import c_void_p, c_long, c_int\nimport torch\n" % part +
+    wrapper = (f"# AOT ID: ['0_{part}']\nfrom ctypes import c_void_p, c_long, c_int\nimport torch\n" +
                "".join(f"# kernel path: /tmp/torchinductor/{k.name[:2]}/{k.name}.py\n{k.name} = async_compile.triton("
                        f"'{k.name}', '''\n...\n''', device_str='cuda')\n" for k in kernels if k.source) +
                "\n\ndef call(args):\n" + "".join(f"        {x}\n        del buf{i}\n" for i, x in enumerate(launches)))

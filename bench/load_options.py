@@ -43,7 +43,8 @@ def main() -> None:
     ap.add_argument("report")
     ap.add_argument("--runs", type=int, default=5)
     a = ap.parse_args()
-    text = open(a.report, encoding="utf-8").read()
+    with open(a.report, encoding="utf-8") as fh:
+        text = fh.read()
     data = yaml.load(text, Loader=yaml.CSafeLoader)
     twin = serialize.dumps(serialize.from_dict(data), "json", compact=True)
     rows: list[tuple[str, float, float]] = []

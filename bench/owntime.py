@@ -23,8 +23,7 @@ import time
 from rich.console import Console
 
 from tcinspect import serialize
-from tcinspect.render import ranks
-from tcinspect.render import table
+from tcinspect.render import ranks, table
 
 
 def measure(path: str) -> dict:

@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("models", nargs="*", default=[str(ROOT / "sample_models" / "tiny.py"),
                                                   str(ROOT / "sample_models" / "transformer_block.py")])
     args = ap.parse_args()
-    print(f"| model | cold off (s) | cold on (s) | cold on/off | warm off (s) | warm on (s) | warm on/off |")
+    print("| model | cold off (s) | cold on (s) | cold on/off | warm off (s) | warm on (s) | warm on/off |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for m in args.models:
         times: dict[tuple[str, int], list[float]] = {}

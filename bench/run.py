@@ -34,9 +34,10 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 REPO = Path(__file__).resolve().parent.parent
 TCINSPECT = [sys.executable, "-m", "tcinspect"]
@@ -423,7 +424,7 @@ class Bench:
         """Run every side once per round, in order, ``runs`` rounds; seconds, peak RSS and commands per side."""
         samples = {key: {"s": [], "rss": [], "cmd": ""} for key, _, _ in sides}
         if warmup:
-            for key, label, make in sides:
+            for _, label, make in sides:
                 cmd, env, done, ok = make()
                 self.run(cmd, env, f"{label} warm-up", ok)
                 done()
@@ -472,10 +473,8 @@ class Bench:
         samples = self.interleave_sides(sides, runs, warmup=not cold, on_result=record_cache)
         tc = samples["tcinspect"]
         for key, label, skip in peers:
-            if key == "bare":
-                target = ("ratio", 1.10 if cold else 1.05)
-            else:
-                target = ("below", 1.0)  # faster than every peer
+            # ("below", 1.0): faster than every peer
+            target = ("ratio", 1.10 if cold else 1.05) if key == "bare" else ("below", 1.0)
             row = Row(f"trace vs {label} ({temp})", _rel(model), "tcinspect trace", label, target=target)
             if skip:
                 row.skipped = skip
@@ -592,48 +591,49 @@ class Bench:
         self.log(f"    {row.note}")
 
     # scaling ----------------------------------------------------------------------------------
-    def scaling(self, cases: Sequence[tuple[int, int]], runs: int, backend: str) -> list["ScalePoint"]:
+    def scaling(self, cases: Sequence[tuple[int, int]], runs: int, backend: str) -> list[ScalePoint]:
         """tcinspect's own time and memory on generated models of each (op lines, graphs) size."""
-        points = []
-        for nodes, graphs in cases:
-            self.log(f"\n== scaling: {nodes} op lines, {graphs} graph(s), backend={backend}  (bench/generate.py)")
-            model = generate.write(self.dirs.root / f"gen_{nodes}_g{graphs}.py", nodes, graphs)
-            out = self.dirs.root / f"gen_{nodes}_g{graphs}.yaml"
-            point = ScalePoint(nodes, graphs)
-            report_cache: list[Path] = []
+        return [self.scaling_point(nodes, graphs, runs, backend) for nodes, graphs in cases]
 
-            def make_tc():
-                out.unlink(missing_ok=True)
-                env = self.tc_env(self.dirs.new("inductor-unused"))
-                report_cache[:] = [Path(env["TCINSPECT_CACHE_DIR"])]
-                return ([*TCINSPECT, "trace", str(model), "--backend", backend, "-o", str(out)], env, _noop, (0,))
+    def scaling_point(self, nodes: int, graphs: int, runs: int, backend: str) -> ScalePoint:
+        """tcinspect's own time and memory on a generated model of ``nodes`` op lines in ``graphs`` graphs."""
+        self.log(f"\n== scaling: {nodes} op lines, {graphs} graph(s), backend={backend}  (bench/generate.py)")
+        model = generate.write(self.dirs.root / f"gen_{nodes}_g{graphs}.py", nodes, graphs)
+        out = self.dirs.root / f"gen_{nodes}_g{graphs}.yaml"
+        point = ScalePoint(nodes, graphs)
+        report_cache: list[Path] = []
 
-            def make_bare():
-                return (self._bare_cmd(model, "--backend", backend),
-                        inductor_env(self.env, self.dirs.new("inductor-unused")), _noop, (0,))
+        def make_tc():
+            out.unlink(missing_ok=True)
+            env = self.tc_env(self.dirs.new("inductor-unused"))
+            report_cache[:] = [Path(env["TCINSPECT_CACHE_DIR"])]
+            return ([*TCINSPECT, "trace", str(model), "--backend", backend, "-o", str(out)], env, _noop, (0,))
 
-            def own_time(key: str, r: RunResult) -> None:
-                if key != "tcinspect":
-                    return
-                entry = next(report_cache[0].glob("*.json"))  # the run's own report, as its cache entry
-                m = subprocess.run([sys.executable, str(REPO / "bench" / "owntime.py"), str(entry)],
-                                   capture_output=True, text=True, timeout=self.args.timeout, env=self.env)
-                if m.returncode != 0:
-                    raise BenchError(f"bench/owntime.py failed: {m.stderr[-2000:]}")
-                point.own.append(json.loads(m.stdout))
+        def make_bare():
+            return (self._bare_cmd(model, "--backend", backend),
+                    inductor_env(self.env, self.dirs.new("inductor-unused")), _noop, (0,))
 
-            samples = self.interleave_sides([("tcinspect", "tcinspect trace", make_tc),
-                                             ("bare", "bare compile", make_bare)], runs, warmup=False,
-                                            on_result=own_time)
-            point.tc, point.tc_rss = samples["tcinspect"]["s"], samples["tcinspect"]["rss"]
-            point.bare, point.bare_rss = samples["bare"]["s"], samples["bare"]["rss"]
-            self.log(f"    {point.fx_nodes} FX nodes in {point.graph_count} graph(s); own work "
-                     f"{point.own_s:.3f} s = {100 * point.share:.1f} % of {statistics.median(point.tc):.2f} s "
-                     f"(YAML {point.part('yaml_s'):.3f} s); peak RSS {point.rss_ratio:.2f}x bare")
-            points.append(point)
-        return points
+        def own_time(key: str, r: RunResult) -> None:
+            if key != "tcinspect":
+                return
+            entry = next(report_cache[0].glob("*.json"))  # the run's own report, as its cache entry
+            m = subprocess.run([sys.executable, str(REPO / "bench" / "owntime.py"), str(entry)],
+                               capture_output=True, text=True, timeout=self.args.timeout, env=self.env)
+            if m.returncode != 0:
+                raise BenchError(f"bench/owntime.py failed: {m.stderr[-2000:]}")
+            point.own.append(json.loads(m.stdout))
 
-    def scaling_targets(self, points: list["ScalePoint"]) -> None:
+        samples = self.interleave_sides([("tcinspect", "tcinspect trace", make_tc),
+                                         ("bare", "bare compile", make_bare)], runs, warmup=False,
+                                        on_result=own_time)
+        point.tc, point.tc_rss = samples["tcinspect"]["s"], samples["tcinspect"]["rss"]
+        point.bare, point.bare_rss = samples["bare"]["s"], samples["bare"]["rss"]
+        self.log(f"    {point.fx_nodes} FX nodes in {point.graph_count} graph(s); own work "
+                 f"{point.own_s:.3f} s = {100 * point.share:.1f} % of {statistics.median(point.tc):.2f} s "
+                 f"(YAML {point.part('yaml_s'):.3f} s); peak RSS {point.rss_ratio:.2f}x bare")
+        return point
+
+    def scaling_targets(self, points: list[ScalePoint]) -> None:
         """Rows for the targets on the largest single-graph model: own time, its share, peak RSS."""
         single = [p for p in points if p.graphs == 1 and p.own]
         if not single:

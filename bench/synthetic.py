@@ -12,8 +12,21 @@ import sys
 
 from tcinspect import serialize
 from tcinspect.report import (
-    AotGraphs, AotStage, DynamoGraph, DynamoStage, Graph, GraphBreak, Guard, InductorStage, Kernel, Node,
-    OutputCode, Report, SourceLocation, Stages, Target,
+    AotGraphs,
+    AotStage,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    GraphBreak,
+    Guard,
+    InductorStage,
+    Kernel,
+    Node,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 

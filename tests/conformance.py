@@ -20,10 +20,11 @@ import os
 import runpy
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Optional
 
 MODELS = Path(__file__).resolve().parent / "conformance_models"
 

@@ -120,7 +120,6 @@ _HF_INPUT_SETS = {"switch_transformers": lambda hf: [(hf._ids(128, seq=12), None
 
 def _build_case(harness, name: str, backend: str):
     from conformance_models import hf
-
     from tcinspect.capturing.engine import capture, capture_file
     from tcinspect.report import Options
 

@@ -14,12 +14,21 @@ from conftest import SAMPLES, cli
 from tcinspect import cache, serialize
 from tcinspect.analysis import roofline as kb
 from tcinspect.analysis.roofline import Arg, Launch, Measured
+from tcinspect.analysis.views import bench_document, bench_rows
 from tcinspect.capturing import gpu_timing
 from tcinspect.render import bench as render
 from tcinspect.report import (
-    EndToEnd, InductorStage, Kernel, KernelBench, KernelTiming, Options, OutputCode, Peak, Report, Stages, Target,
+    EndToEnd,
+    InductorStage,
+    Kernel,
+    KernelBench,
+    Options,
+    OutputCode,
+    Peak,
+    Report,
+    Stages,
+    Target,
 )
-from tcinspect.analysis.views import bench_document, bench_rows
 
 RELU_SOURCE = """@triton.jit
 def relu_kernel(input_ptr, output_ptr, num_elem, block_size: tl.constexpr):
@@ -361,7 +370,7 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
     torch.manual_seed(0)
     x, w = torch.randn(32, 64), torch.randn(64, 16)
     rep = capture(_mm_relu, x, w, options=Options(backward=False))
-    assert [k.name for o in rep.stages.inductor.outputs for k in o.kernels][0] == "mm"
+    assert next(k.name for o in rep.stages.inductor.outputs for k in o.kernels) == "mm"
 
     seen = []
 

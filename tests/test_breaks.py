@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from conftest import MODELS, SAMPLES, cli
+from tcinspect.analysis.views import breaks_document, distinct_breaks
 from tcinspect.capturing.engine import capture_file
 from tcinspect.report import Options
-from tcinspect.analysis.views import breaks_document, distinct_breaks
 
 BREAKS = MODELS / "breaks"
 
@@ -96,7 +96,7 @@ def test_counters_miss_data_dependent_but_we_do_not():
 
 
 def test_cli_breaks_table_yaml_and_fullgraph(capsys):
-    code, out, err = cli(capsys, "breaks", str(SAMPLES / "graph_breaks.py"))
+    code, out, _err = cli(capsys, "breaks", str(SAMPLES / "graph_breaks.py"))
     assert code == 0
     assert "3 graph breaks (3 distinct)" in out and "graph_breaks.py:13" in out and "Suggested fix" in out
     assert "➤" in out  # the breaking line is marked in its source context
@@ -122,7 +122,7 @@ def test_breaks_reuses_a_full_trace_and_needs_no_torch_on_a_report(capsys, tmp_p
     assert code == 0
     code, from_report, _ = cli(capsys, "breaks", str(report), "--format", "yaml")
     assert code == 0 and "Data-dependent branching" in from_report
-    code, from_model, err = cli(capsys, "breaks", str(SAMPLES / "graph_breaks.py"), "--format", "yaml")
+    code, from_model, _err = cli(capsys, "breaks", str(SAMPLES / "graph_breaks.py"), "--format", "yaml")
     assert code == 0 and from_model == from_report  # a Dynamo-only capture finds the same breaks
 
 

@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from conftest import MODELS, SAMPLES, cli
-from tcinspect import outfile, serialize
+from tcinspect import outfile
 from tcinspect.assertions import assert_compiles
 
 CHECK = ["--backend", "eager"]  # breaks, graphs and recompiles need Dynamo only: fast tests

@@ -13,8 +13,6 @@ from conftest import MODELS, SAMPLES, cli, run_cli
 from tcinspect.errors import ExitCode
 
 
-
-
 def assert_one_line_error(err: str, *needles: str):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("tcinspect: error:")]

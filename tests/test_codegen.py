@@ -10,11 +10,9 @@ import pytest
 
 from conftest import DATA, SAMPLES, cli
 from tcinspect import serialize
+from tcinspect.analysis.views import codegen_document, find_kernels, fusion_summary
 from tcinspect.parse import assemble, events
 from tcinspect.report import Report, Target
-from tcinspect.analysis.views import codegen_document, find_kernels, fusion_summary
-
-
 
 
 @pytest.fixture()
@@ -36,7 +34,7 @@ def gpu_json(tmp_path):
 
 
 def test_catalog_lists_every_kernel_with_its_fusion(capsys, tiny_json, tiny_report):
-    code, out, err = cli(capsys, "codegen", str(tiny_json))
+    code, out, _err = cli(capsys, "codegen", str(tiny_json))
     assert code == 0
     for o in tiny_report.stages.inductor.outputs:
         for k in o.kernels:

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from conftest import MODELS, SAMPLES, cli
-from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
-from tcinspect.analysis import compile_time as views
 from tcinspect import serialize
+from tcinspect.analysis import compile_time as views
 from tcinspect.parse import compiletime
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
 from tcinspect.render import compiletime as render
 from tcinspect.render import html
 from tcinspect.report import Phase, RankReport, Report, Target
+from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
 
 # ----------------------------------------------------------------------------- spans -> trees (no torch)
 
@@ -84,8 +84,8 @@ def test_spans_nest_into_one_tree_per_compile_and_part():
 
 def test_spans_after_the_compile_are_runtime_not_compile_time():
     """Autotuning at the first call (GPU) is timed under the compile id but outside its compile."""
-    evs = synthetic() + [_span("B", "CachingAutotuner.benchmark_all_configs", 6_000_000),
-                         _span("E", "CachingAutotuner.benchmark_all_configs", 6_250_000)]
+    evs = [*synthetic(), _span("B", "CachingAutotuner.benchmark_all_configs", 6_000_000),
+           _span("E", "CachingAutotuner.benchmark_all_configs", 6_250_000)]
     ct = compiletime.build(evs)
     (runtime,) = [t for t in ct.compiles if t.part == "runtime"]
     assert views.groups(runtime) == {"autotune": 0.25} and runtime.total_s == 0.25
@@ -137,7 +137,7 @@ def test_cache_states_and_bypass_reasons_by_part():
     fix = next(f.fix for f in ct.findings if "custom pass" in f.message)
     assert "uuid()" in fix
     # the load of cached graphs is cache time
-    (load,) = [c for c in ct.compiles if c.compile_id == "1/0"][0].root.children
+    (load,) = next(c for c in ct.compiles if c.compile_id == "1/0").root.children
     assert load.group == "cache"
 
 

@@ -84,10 +84,10 @@ def test_backward_runs_on_every_output_that_requires_grad(conformance, name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_every_view_gives_the_same_counts(conformance, name):
-    from tcinspect.analysis import checks
     from tcinspect import serialize
-    from tcinspect.render import html
+    from tcinspect.analysis import checks
     from tcinspect.analysis.views import breaks_document, guards_document
+    from tcinspect.render import html
 
     rep = conformance(name).report
     s = rep.summary
@@ -125,7 +125,6 @@ def test_kernels_are_the_ones_run_and_get_code_returns(conformance, name):
 
 def test_verify_passes_stock_gpt2_whose_gradients_differ_by_float32_rounding(inductor_cache):
     from conformance_models import hf
-
     from tcinspect.capturing.engine import capture
     from tcinspect.report import Options
 

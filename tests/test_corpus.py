@@ -14,9 +14,10 @@ import shutil
 import socket
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import pytest
 import yaml
@@ -388,17 +389,17 @@ def _log_lines() -> list[str]:
 
 def _corrupt_json(lines: list[str]) -> list[str]:
     i = next(i for i, ln in enumerate(lines) if '"dynamo_start"' in ln)
-    return lines[:i] + [lines[i][: len(lines[i]) // 2]] + lines[i + 1:]  # the header cut in half
+    return [*lines[:i], lines[i][: len(lines[i]) // 2], *lines[i + 1:]]  # the header cut in half
 
 
 def _md5_mismatch(lines: list[str]) -> list[str]:
     i = next(i for i, ln in enumerate(lines) if ln.startswith("\t") and "def forward" in ln)
-    return lines[:i] + [lines[i] + "  # edited"] + lines[i + 1:]
+    return [*lines[:i], lines[i] + "  # edited", *lines[i + 1:]]
 
 
 def _unknown_event(lines: list[str]) -> list[str]:
     i = next(i for i, ln in enumerate(lines) if '"dynamo_start"' in ln)
-    return lines[:i] + [lines[i].replace('{"dynamo_start"', '{"aot_brand_new_event"', 1)] + lines[i + 1:]
+    return [*lines[:i], lines[i].replace('{"dynamo_start"', '{"aot_brand_new_event"', 1), *lines[i + 1:]]
 
 
 def _truncated(lines: list[str]) -> list[str]:

@@ -17,17 +17,28 @@ import yaml
 from rich.console import Console
 
 from conftest import MODELS, SAMPLES, cli, run_cli
-from tcinspect.capturing import launcher
-from tcinspect.analysis import checks, divergence
 from tcinspect import serialize
+from tcinspect.analysis import checks, divergence
+from tcinspect.capturing import launcher
 from tcinspect.errors import DeviceError, ExitCode, UsageError, exit_code_for
 from tcinspect.parse import ddp
 from tcinspect.parse import ranks as ranks_mod
 from tcinspect.parse.events import Event, to_json_line
 from tcinspect.render import ranks as render
 from tcinspect.report import (
-    CompileMetrics, DynamoGraph, DynamoStage, Graph, GraphBreak, Guard, Node, Options, RankReport, Report,
-    SourceLocation, Stages, Target,
+    CompileMetrics,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    GraphBreak,
+    Guard,
+    Node,
+    Options,
+    RankReport,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 # ----------------------------------------------------------------------------- hand-built ranks

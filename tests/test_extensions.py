@@ -64,8 +64,17 @@ def test_a_plain_triton_call_traced_by_dynamo_is_transparent():
 
 def test_report_with_passes_verification_and_exports_round_trips():
     from tcinspect import serialize
-    from tcinspect.report import (AotiRun, ExportRun, ExportSignature, NodeChange, PassRun, Report, Target,
-                                  TensorCheck, Verification)
+    from tcinspect.report import (
+        AotiRun,
+        ExportRun,
+        ExportSignature,
+        NodeChange,
+        PassRun,
+        Report,
+        Target,
+        TensorCheck,
+        Verification,
+    )
 
     rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
                  passes=(PassRun("m:p", "0/0", "forward", 7, 6, (NodeChange("removed", "a = f(x)", ""),)),),
@@ -80,10 +89,9 @@ def test_report_with_passes_verification_and_exports_round_trips():
 # --- custom backends ------------------------------------------------------------------------
 
 def test_custom_backend_target_records_what_it_was_handed():
+    from tcinspect.capturing.custom import load_callable
     from tcinspect.capturing.engine import capture_file
     from tcinspect.report import NOT_RUN, OK, Options
-
-    from tcinspect.capturing.custom import load_callable
 
     oracle = load_callable(f"{BACKENDS}:counting_backend", "--backend").__globals__["SEEN"]  # the same module
     oracle.clear()
@@ -111,7 +119,7 @@ def test_module_callable_backend_is_imported_from_the_working_directory(capsys, 
     ("no_such_backend", "unknown backend 'no_such_backend'"),
 ])
 def test_bad_backend_targets_are_one_line_exit_2(capsys, spec, message):
-    code, out, err = cli(capsys, "trace", str(SILU), "--backend", spec)
+    code, _out, err = cli(capsys, "trace", str(SILU), "--backend", spec)
     assert code == 2 and message in err and "Traceback" not in err
     assert err.count("\n") == 1
 
@@ -276,7 +284,7 @@ def test_passes_and_verify_work_in_an_isolated_capture(capsys):
 
 
 def test_an_aoti_crash_is_that_modes_failure_not_tcinspects(capsys):
-    code, out, err = cli(capsys, "export", str(Path(__file__).parent / "models" / "aoti_crash.py"), "--non-strict",
+    code, out, _err = cli(capsys, "export", str(Path(__file__).parent / "models" / "aoti_crash.py"), "--non-strict",
                          "--aoti", "-f", "json")
     (run,) = json.loads(out)["exports"]
     assert code == 1 and run["ok"] is True  # the export itself worked

@@ -9,7 +9,6 @@ import torch
 
 from conftest import SAMPLES, cli
 from tcinspect.capturing.engine import capture_file
-from tcinspect.report import Options
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -49,13 +48,13 @@ SEED_MATRIX = {("model_triton_op", "strict"): True, ("model_triton_op", "non-str
 
 @pytest.mark.parametrize("name", ["model_triton_op", "model_plain"])
 def test_export_matrix_matches_the_seed(capsys, name):
-    code, out, err = cli(capsys, "export", str(SAMPLES / "silu_export_matrix.py"), "--model", name,
+    code, out, _err = cli(capsys, "export", str(SAMPLES / "silu_export_matrix.py"), "--model", name,
                          "--dynamic-dim", "0", "-f", "json")
     runs = {e["mode"]: e for e in json.loads(out)["exports"]}
     got = {(name, mode): runs[mode]["ok"] for mode in ("strict", "non-strict")}
     assert got == {k: v for k, v in SEED_MATRIX.items() if k[0] == name}, {m: runs[m]["error"] for m in runs}
     assert code == (0 if all(got.values()) else 1)
-    for mode, run in runs.items():
+    for run in runs.values():
         if run["ok"]:
             x = next(n for n in run["graph"]["nodes"] if n["name"] == "x")
             assert x["shape"][0].startswith("s")  # the batch dimension is dynamic
@@ -63,7 +62,7 @@ def test_export_matrix_matches_the_seed(capsys, name):
 
 def test_export_aoti_on_the_triton_op(capsys):
     """AOTInductor runs in a child process: whatever it does with the user kernel, tcinspect reports it."""
-    code, out, err = cli(capsys, "export", str(SAMPLES / "silu_export_matrix.py"), "--model", "model_triton_op",
+    code, out, _err = cli(capsys, "export", str(SAMPLES / "silu_export_matrix.py"), "--model", "model_triton_op",
                          "--strict", "--aoti", "-f", "json")
     (run,) = json.loads(out)["exports"]
     print("AOTI:", run["aoti"])  # the log says which it was on this torch

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from conftest import MODELS, SAMPLES
-from tcinspect.cli import main
+from tcinspect.analysis.views import guard_checks, guards_document
 from tcinspect.capturing.engine import capture_file
+from tcinspect.cli import main
 from tcinspect.parse.guards import suggest_recompile_fix
 from tcinspect.report import Options
-from tcinspect.analysis.views import guard_checks, guards_document
 
 
 def oracle(sample: str, dynamic=None):
@@ -62,7 +62,7 @@ def test_scalar_recompile_names_the_guard_and_the_input_set():
 
 def test_recompile_limit_is_detected():
     rep = capture_file(SAMPLES / "recompile_limit.py", options=Options(backend="eager", dynamic="false"))
-    graphs, messages = oracle("recompile_limit.py", dynamic=False)
+    graphs, _messages = oracle("recompile_limit.py", dynamic=False)
     assert rep.ok
     assert rep.summary.graphs == len(graphs) == 8
     hit = [r for r in rep.stages.dynamo.recompiles if r.limit_hit]
@@ -82,7 +82,7 @@ def test_automatic_dynamic_stops_the_recompiles():
 def test_dynamic_changes_guards_and_recompiles(dynamic, graphs, recompiles):
     # ten shapes: static compiles a graph per shape until the recompile limit (8); dynamic, one graph
     rep = capture_file(SAMPLES / "layer_norm_shapes.py", options=Options(backend="eager", dynamic=dynamic))
-    counted, messages = oracle("layer_norm_shapes.py", dynamic=dynamic == "true")
+    counted, _messages = oracle("layer_norm_shapes.py", dynamic=dynamic == "true")
     assert rep.summary.graphs == len(counted) == graphs
     assert rep.summary.recompiles == recompiles
     assert any(r.limit_hit for r in rep.stages.dynamo.recompiles) == (dynamic == "false")

@@ -25,8 +25,20 @@ from conftest import ROOT, cli
 from tcinspect import serialize
 from tcinspect.render import html, svg
 from tcinspect.report import (
-    AotGraphs, AotStage, DynamoGraph, DynamoStage, Graph, GraphBreak, InductorStage, Kernel, Node, OutputCode,
-    Report, SourceLocation, Stages, Target,
+    AotGraphs,
+    AotStage,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    GraphBreak,
+    InductorStage,
+    Kernel,
+    Node,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 EVIL = "<script>alert(1)</script>"
@@ -101,9 +113,10 @@ def chain_report(nodes: int, graphs: int = 1) -> Report:
     """Graphs of ``nodes`` chained multiplications each (no Inductor)."""
     dgs = []
     for g in range(graphs):
-        ns = (Node("placeholder", "x", "L_x_", "", "f32", ("4",)),) + tuple(
-            Node("call_function", f"mul_{i}", "operator.mul", f"{'x' if i == 0 else f'mul_{i - 1}'}, 2", "f32", ("4",))
-            for i in range(nodes - 2)) + (Node("output", "output", "output", f"mul_{nodes - 3}"),)
+        ns = (Node("placeholder", "x", "L_x_", "", "f32", ("4",)),
+              *(Node("call_function", f"mul_{i}", "operator.mul", f"{'x' if i == 0 else f'mul_{i - 1}'}, 2", "f32",
+                     ("4",)) for i in range(nodes - 2)),
+              Node("output", "output", "output", f"mul_{nodes - 3}"))
         dgs.append(DynamoGraph(f"{g}/0", "forward", "model.py", 1, Graph("dynamo_output_graph", "", ns)))
     return Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="chain.py"),
                   stages=Stages(DynamoStage("ok", "", tuple(dgs))))
@@ -160,7 +173,7 @@ def test_label_text_escapes_html_and_dot():
 def test_hostile_labels_lay_out():
     rep = hand_report()
     nodes = rep.stages.dynamo.graphs[0].graph.nodes
-    odd = nodes[:2] + (Node("call_function", 'q"uote\\N\\', "back\\slash", "l_x_", "f32", ("8",)),) + nodes[2:]
+    odd = (*nodes[:2], Node("call_function", 'q"uote\\N\\', "back\\slash", "l_x_", "f32", ("8",)), *nodes[2:])
     graph = Graph("dynamo_output_graph", "", odd)
     pic = svg.Picture("0/0", 'title "with" <odd> \\G', graph)
     out = svg.run_dot(svg.dot_source([pic]).text)

@@ -67,7 +67,7 @@ def test_fast_build_equals_the_slow_build(make):
         assert type(kernel) is type(rep.stages.inductor.outputs[0].kernels[0])
         assert set(vars(kernel)) == {f.name for f in dataclasses.fields(kernel)}
         with pytest.raises(dataclasses.FrozenInstanceError):
-            kernel.name = "x"  # type: ignore[misc]
+            kernel.name = "x"  # type: ignore[misc]  # frozen: assigning must raise
 
 
 @pytest.mark.parametrize("damage, message", [

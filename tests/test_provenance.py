@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tcinspect.capturing import engine
+from tcinspect.capturing import engine  # noqa: E402
 from tcinspect.parse import provenance  # noqa: E402
 from tcinspect.report import Options  # noqa: E402
 
@@ -302,8 +302,8 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     provenance.add_event(st, provenance.NODE_MAPPINGS, damage)
     assert st.malformed == [provenance.NODE_MAPPINGS]
     # counted in the report's parse section and said in one line
-    from tcinspect.parse.events import parse_health
     from tcinspect.analysis.views import parse_warning
+    from tcinspect.parse.events import parse_health
     from tcinspect.report import Report
 
     health = parse_health(events, unreadable=provenance.unreadable(events))

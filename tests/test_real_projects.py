@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from conftest import SAMPLES, cli, run_cli
 from conformance import MODELS
+from conftest import SAMPLES, cli, run_cli
 
 # --- script detection ------------------------------------------------------------------------
 
@@ -170,9 +170,9 @@ def test_editing_a_traced_module_recompiles_and_an_untraced_one_does_not(tmp_pat
 
 
 def test_traced_files_are_what_the_compile_traced(conformance):
-    from tcinspect import cache
-
     import torch.nn.modules.linear
+
+    from tcinspect import cache
 
     rep = conformance("two_file").report
     names = {p.rsplit("/", 1)[-1] for p in cache.traced_files(rep)}
@@ -187,10 +187,10 @@ def test_traced_files_are_what_the_compile_traced(conformance):
 
 
 def test_a_second_capture_in_the_same_process_sees_the_edited_module(tmp_path):
+    import sys
+
     from tcinspect.capturing.engine import capture_file
     from tcinspect.report import Options
-
-    import sys
 
     shutil.copytree(MODELS / "two_file", tmp_path / "proj")
     layers = tmp_path / "proj" / "mypkg" / "layers.py"

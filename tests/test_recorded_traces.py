@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -21,7 +21,7 @@ CASES = [(v, m) for v in VERSIONS for m in EXPECTED[v]["models"]]
 MODELS = sorted({m for _, m in CASES})
 
 
-@lru_cache(maxsize=None)
+@cache
 def report_of(version: str, model: str) -> Report:
     evs, bad = events.read_trace(TRACES / version / f"{model}.jsonl.gz")
     stages, metrics = assemble.build(evs)

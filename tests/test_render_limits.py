@@ -13,8 +13,19 @@ from conftest import cli
 from tcinspect import serialize
 from tcinspect.render import table as render
 from tcinspect.report import (
-    AotGraphs, AotStage, DynamoGraph, DynamoStage, Graph, InductorStage, Kernel, Node, OutputCode, Report,
-    SourceLocation, Stages, Target,
+    AotGraphs,
+    AotStage,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    InductorStage,
+    Kernel,
+    Node,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 

@@ -12,8 +12,22 @@ import yaml
 from tcinspect import outfile, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.report import (
-    SCHEMA_VERSION, AotGraphs, AotStage, DynamoGraph, DynamoStage, Graph, GraphBreak, Guard, InductorStage, Kernel,
-    Node, OutputCode, Report, SourceLocation, Stages, Target,
+    SCHEMA_VERSION,
+    AotGraphs,
+    AotStage,
+    DynamoGraph,
+    DynamoStage,
+    Graph,
+    GraphBreak,
+    Guard,
+    InductorStage,
+    Kernel,
+    Node,
+    OutputCode,
+    Report,
+    SourceLocation,
+    Stages,
+    Target,
 )
 
 

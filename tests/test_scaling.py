@@ -14,7 +14,7 @@ def readable_graph(nodes: int) -> str:
              "        l_x_ = L_x_",
              '        mul_0: "f32[8, 16][16, 1]cpu" = l_x_ * 1.001;  l_x_ = None']
     for i in range(1, nodes):
-        lines.append("        # File: /src/model.py:%d in forward, code: x = torch.sin(x)" % (10 + i))
+        lines.append(f"        # File: /src/model.py:{10 + i} in forward, code: x = torch.sin(x)")
         lines.append(f'        mul_{i}: "f32[8, 16][16, 1]cpu" = torch.sin(mul_{i - 1});  mul_{i - 1} = None')
     lines.append(f"        return (mul_{nodes - 1},)")
     return "\n".join(lines) + "\n"
@@ -50,9 +50,8 @@ def test_a_capture_records_its_own_cost(breaks_report):
 
 
 def test_a_cache_entry_is_compact_json_that_reads_back_the_same(tmp_path):
-    from test_render_limits import big_report
-
     from tcinspect import cache, serialize
+    from test_render_limits import big_report
 
     rep = big_report(200, 20)
     path = cache.store(tmp_path / "model.py", "key", rep)
@@ -65,23 +64,3 @@ def test_a_cache_entry_is_compact_json_that_reads_back_the_same(tmp_path):
     assert serialize.from_dict(data) == rep
     assert serialize.loads(serialize.dumps(rep, "json")) == rep  # -o report.json stays indented
     assert serialize.dumps(rep, "json").count("\n") > 200
-
-
-def test_yaml_dump_leaves_the_garbage_collector_as_it_found_it():
-    import gc
-
-    from test_render_limits import big_report
-
-    from tcinspect import serialize
-
-    rep = big_report(100, 10)
-    assert gc.isenabled()
-    text = serialize.dumps(rep, "yaml")  # the collector is off only while PyYAML builds its nodes
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        assert serialize.dumps(rep, "yaml") == text
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-    assert serialize.loads(text) == rep

@@ -95,7 +95,7 @@ def test_a_directory_of_rank_logs_reads_into_the_live_distributed_report():
     """torchrun's two ranks of ddp_rank_branch (rank 1 breaks the graph), logged by torch while tcinspect
     --nproc 2 captured them: the directory gives the same merged report, ranks and divergence."""
     d = CPU / "ddp_rank_branch"
-    live = serialize.from_dict(json.loads(gzip.open(d / "ddp_rank_branch.live.json.gz").read()))
+    live = serialize.from_dict(json.loads(gzip.decompress((d / "ddp_rank_branch.live.json.gz").read_bytes())))
     log = torchtrace.read(d, jobs=2)
     assert [r.rank for r in log.ranks] == [0, 1]
     assert log.parse is not None and log.parse.files_ignored == 1 and not log.parse.damaged  # the live report

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Optional
 
 from tcinspect.analysis.checks import Limits, check_limits
-from tcinspect.report import Options, Report
 from tcinspect.analysis.views import distinct_breaks
+from tcinspect.report import Options, Report
 
 
 def assert_compiles(model: Any, *inputs: Any, input_sets: Sequence[tuple] = (), max_graph_breaks: Optional[int] = 0,

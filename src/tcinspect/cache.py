@@ -17,14 +17,15 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
-from tcinspect._version import __version__
 from tcinspect import outfile, serialize
+from tcinspect._version import __version__
 from tcinspect.errors import ReportFormatError, TcinspectError
 from tcinspect.report import SCHEMA_VERSION, Options, Report, Stages
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
 
 
 class ExitCode(enum.IntEnum):

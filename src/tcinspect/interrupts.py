@@ -17,7 +17,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 from tcinspect.errors import Interrupted
 
@@ -32,11 +33,6 @@ _resend = threading.Event()
 _lock = threading.Lock()
 _files: set[str] = set()
 _cleanups: dict[int, Callable[[], None]] = {}
-
-
-def received() -> Optional[int]:
-    """The signal that interrupted this command, or None."""
-    return _received
 
 
 def exit_code(signum: int) -> int:

@@ -8,7 +8,8 @@ Importing this module does not import torch.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 #: Bumped whenever a saved report of the previous version cannot be read as it is.
 SCHEMA_VERSION = 1
@@ -349,13 +349,15 @@ class Options:
 
     @classmethod
     def of(cls, compile: CompileOptions, verify: Optional[VerifyRequest] = None,
-           export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None) -> "Options":
+           export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None) -> Options:
         """The record of a capture asked for with these options and requests."""
-        return cls(**dataclasses.asdict(compile),
-                   **({"verify": True, "rtol": verify.rtol, "atol": verify.atol} if verify else {}),
-                   **({"export": export.modes, "dynamic_dims": export.dynamic_dims, "aoti": export.aoti}
-                      if export else {}),
-                   **({"bench": bench.runs, "try_mode": bench.try_mode} if bench else {}))
+        return cls(backend=compile.backend, mode=compile.mode, fullgraph=compile.fullgraph, dynamic=compile.dynamic,
+                   backward=compile.backward, device=compile.device, passes=compile.passes,
+                   verify=verify is not None, rtol=verify.rtol if verify else None,
+                   atol=verify.atol if verify else None,
+                   export=export.modes if export else (), dynamic_dims=export.dynamic_dims if export else (),
+                   aoti=export.aoti if export else False,
+                   bench=bench.runs if bench else 0, try_mode=bench.try_mode if bench else "")
 
     @property
     def compile(self) -> CompileOptions:
@@ -375,9 +377,10 @@ class Options:
         return BenchRequest(self.bench, self.try_mode) if self.bench else None
 
 
-def options_from_json(data: dict) -> Options:
+def options_from_json(data: dict[str, Any]) -> Options:
     """Options back from JSON (an isolated child, a rank, AOTInductor's child): lists become tuples."""
-    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return Options(**fields)
 
 
 @dataclass(frozen=True)
@@ -594,7 +597,7 @@ class Report:
             s.status != FAILED for s in (self.stages.dynamo, self.stages.aot_autograd, self.stages.inductor)
         )
 
-    def replace(self, **changes: object) -> "Report":
+    def replace(self, **changes: Any) -> Report:
         return dataclasses.replace(self, **changes)
 
 

@@ -4,9 +4,10 @@ report, a TORCH_TRACE log, the cached report of an unchanged model file, or a ne
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect import cache, serialize
 from tcinspect.errors import ModelFileError, ReportFormatError, TraceLogError, UsageError
@@ -44,7 +45,7 @@ class Request:
     """
 
     file: Optional[str] = None
-    compile: CompileOptions = CompileOptions()
+    compile: CompileOptions = field(default_factory=CompileOptions)
     verify: Optional[VerifyRequest] = None
     export: Optional[ExportRequest] = None
     bench: Optional[BenchRequest] = None
@@ -241,7 +242,8 @@ def _resolve(
             raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
                              f"`{model_name}`), which takes no arguments",
                              "remove it; only a script (a file without `model`) takes arguments after --")
-    extra = (model_name, inputs_name, *script_args) + ({True: ("--script",), False: ("--model",)}.get(as_script, ()))
+    forced = () if as_script is None else ("--script",) if as_script else ("--model",)
+    extra = (model_name, inputs_name, *script_args, *forced)
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
         extra = (*extra, f"--nproc={nproc}", *launcher_args)
     keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]

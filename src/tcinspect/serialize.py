@@ -8,7 +8,7 @@ import json
 import re
 import typing
 import weakref
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Union
 
@@ -98,7 +98,7 @@ def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- from dicts
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(model))
 
@@ -106,8 +106,8 @@ def _hints(cls: type) -> dict[str, Any]:
 def _build(tp: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is Union:  # Optional[X]
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return None if value is None else _build(args[0], value, where)
+        present = [a for a in typing.get_args(tp) if a is not type(None)]
+        return None if value is None else _build(present[0], value, where)
     if origin is tuple:
         if not isinstance(value, list):
             raise _bad(where, "a list", value)
@@ -115,7 +115,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_build(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         return tuple(_build(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise _bad(where, "a mapping", value)
         hints = _hints(tp)
@@ -166,7 +166,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 
 
-def _may_be_absent(tp: type, f: dataclasses.Field) -> bool:
+def _may_be_absent(tp: type, f: dataclasses.Field[Any]) -> bool:
     # *_time_s keys are left out by --no-timings and read back as 0
     return ((tp is model.Report and f.name in OPTIONAL_SECTIONS) or f"{tp.__name__}.{f.name}" in ADDED_TO_SCHEMA_1
             or f.name.endswith("_time_s"))
@@ -206,7 +206,7 @@ _MAKING: set[Any] = set()
 def _make_builder(tp: Any) -> Any:
     origin = typing.get_origin(tp)
     if origin is Union:
-        inner = _builder([a for a in typing.get_args(tp) if a is not type(None)][0])
+        inner = _builder(next(a for a in typing.get_args(tp) if a is not type(None)))
         return lambda v: None if v is None else inner(v)
     if origin is tuple:
         args = typing.get_args(tp)
@@ -243,12 +243,13 @@ def _make_builder(tp: Any) -> Any:
                 raise _Mismatch
             return float(v)
         return number
-    if not dataclasses.is_dataclass(tp) or hasattr(tp, "__post_init__") or hasattr(tp, "__slots__"):
+    if (not isinstance(tp, type) or not dataclasses.is_dataclass(tp) or hasattr(tp, "__post_init__")
+            or hasattr(tp, "__slots__")):
         def slow(v: Any) -> Any:
             raise _Mismatch
         return slow
     # the class's own function: scalars checked inline, other fields through their builders
-    hints = _hints(typing.cast(type, tp))
+    hints = _hints(tp)
     env: dict[str, Any] = {"_Mismatch": _Mismatch, "_new": object.__new__, "_tp": tp, "dict": dict,
                            "str": str, "int": int, "bool": bool, "float": float}
     env["_names"] = frozenset(f.name for f in dataclasses.fields(tp))
@@ -281,7 +282,7 @@ def _make_builder(tp: Any) -> Any:
         body.append("    else:")
         body.append(f"        {missing}")
     body.append("    return o")
-    exec("\n".join(body), env)  # noqa: S102  (source built above from the report's own field names)
+    exec("\n".join(body), env)  # source built above from the report's own field names
     return env["build"]
 
 
@@ -327,7 +328,7 @@ def from_dict(data: Any) -> model.Report:
                 rank_summaries.append((i, r.pop("summary")))
     # a report written with --no-timings has no *_time_s keys: they read back as 0
     try:
-        rep = _builder(model.Report)(fields)
+        rep: model.Report = _builder(model.Report)(fields)
     except _Mismatch:
         rep = _build(model.Report, fields, "report")  # the same rules, with the bad key's name
     rep = dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))
@@ -396,26 +397,6 @@ def _same_summary(where: str, stored: Any, actual: model.Summary) -> None:
 # ----------------------------------------------------------------------------- text
 
 
-# libyaml's emitter when PyYAML was built with it: several times faster on large reports
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    pass
-
-
-def _str_representer(dumper: Any, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-def _list_representer(dumper: Any, data: list) -> yaml.Node:
-    # short lists of scalars (shapes, strides, op names) read best on one line
-    flow = bool(data) and all(isinstance(v, (str, int, float)) and "\n" not in str(v) for v in data) and len(data) <= 16
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
-
-
-_Dumper.add_representer(str, _str_representer)
-_Dumper.add_representer(list, _list_representer)
-
-
 def dumps(rep: model.Report, fmt: str, *, timings: bool = True, compact: bool = False) -> str:
     """The report as YAML or JSON text (stable key order, code as YAML block scalars)."""
     data, texts = _dumped(rep, timings)
@@ -458,7 +439,7 @@ def dump_data(data: Any, fmt: str, *, compact: bool = False) -> str:
 # and tests read the text back with PyYAML's loader to prove it.
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
 #: words YAML 1.1 loaders (PyYAML) read as booleans or null, never written plain
-_RESERVED = frozenset("y n yes no on off true false null ~".split())
+_RESERVED = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"])
 #: characters a YAML reader refuses (non-printable) or reads as line breaks: always escaped
 _YAML_BREAKS = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]")
 
@@ -468,7 +449,7 @@ def _quote(text: str) -> str:
     if _PLAIN.match(text) and text.lower() not in _RESERVED:
         return text
     quoted = json.dumps(text, ensure_ascii=False)
-    return _YAML_BREAKS.sub(lambda m: "\\u%04x" % ord(m.group()), quoted)
+    return _YAML_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 def _scalar(value: Any) -> str:

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import yaml
 
+from tcinspect.analysis.divergence import (
+    INFORMATIONAL_ASPECTS,
+    TELLING_ASPECTS,
+    break_line,
+    compile_order,
+    describe,
+    divergences,
+    first_compile,
+)
+from tcinspect.analysis.views import distinct_breaks
 from tcinspect.errors import ReportFormatError, UsageError
 from tcinspect.report import OK, GraphBreak, Report
-from tcinspect.analysis.divergence import (INFORMATIONAL_ASPECTS, TELLING_ASPECTS, break_line, compile_order, describe,
-                                            divergences, first_compile)
-from tcinspect.analysis.views import distinct_breaks
 
 BASELINE_SCHEMA = 1
 #: The counts a threshold or a baseline can limit, as named in the report's summary.
@@ -48,7 +57,7 @@ class BreakKey:
     code: str
 
     @staticmethod
-    def of(b: GraphBreak) -> "BreakKey":
+    def of(b: GraphBreak) -> BreakKey:
         loc = b.user_frame
         return BreakKey(b.break_type, loc.function if loc else "", (loc.code if loc else "").strip())
 
@@ -167,7 +176,8 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
                 or not isinstance(entry.get("breaks", []), list):
             raise ReportFormatError(f"baseline {path}: the entry for {key} is malformed",
                                     f"regenerate it with `tcinspect check --baseline {path} --update`")
-    return data["models"]
+    models: dict[str, dict[str, Any]] = data["models"]  # each entry checked above
+    return models
 
 
 def compare(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
@@ -183,7 +193,7 @@ def compare(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
             out.append(Finding(model, name, "ok", f"{name} {now} = baseline"))
     known = {BreakKey(str(b.get("type", "")), str(b.get("function", "")), str(b.get("code", "")).strip())
              for b in base.get("breaks", []) if isinstance(b, dict)}
-    current = {}
+    current: dict[BreakKey, GraphBreak] = {}
     for d in distinct_breaks(rep):
         current.setdefault(BreakKey.of(d.first), d.first)
     for key, brk in current.items():
@@ -239,10 +249,10 @@ def load_config(start: Path = Path(".")) -> Config:
 
 
 def _parse_config(path: Path) -> Config:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -38,7 +38,7 @@ class PhaseTotal:
 
 def slowest_phases(ct: CompileTime, n: int = TOP) -> list[PhaseTotal]:
     """Span names by exclusive time over the whole run (gaps in a root span count as "other")."""
-    acc: dict[str, list] = {}
+    acc: dict[str, list[Any]] = {}  # name -> [group, seconds, count]
 
     def walk(p: Phase, root: bool) -> None:
         gap = root and p.name in (FORWARD_ROOT, BACKWARD_ROOT)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcinspect.analysis.checks import BreakKey
-from tcinspect.report import Report
 from tcinspect.analysis.views import distinct_breaks
+from tcinspect.report import Report
 
 _COUNTS = ("graphs", "graph_breaks", "distinct_graph_breaks", "recompiles", "guards", "aot_graphs", "kernels")
 
@@ -68,18 +68,18 @@ def diff(a: Report, b: Report) -> Diff:
     rb = {r for rc in b.stages.dynamo.recompiles for r in rc.reasons}
     d.recompiles = sorted([("removed", r) for r in ra - rb] + [("added", r) for r in rb - ra])
 
-    def kernels(rep: Report) -> dict[str, Counter]:
-        out: dict[str, Counter] = {}
+    def kernels(rep: Report) -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
         for o in rep.stages.inductor.outputs:
             out.setdefault(f"{o.compile_id} {o.part}", Counter()).update(k.name for k in o.kernels)
         return out
 
     ka, kb = kernels(a), kernels(b)
     for out in sorted(ka.keys() | kb.keys()):
-        x, y = ka.get(out, Counter()), kb.get(out, Counter())
-        for name in sorted((x - y).elements()):
+        before, after = ka.get(out, Counter()), kb.get(out, Counter())
+        for name in sorted((before - after).elements()):
             d.kernels.append(("removed", out, name))
-        for name in sorted((y - x).elements()):
+        for name in sorted((after - before).elements()):
             d.kernels.append(("added", out, name))
     return d
 

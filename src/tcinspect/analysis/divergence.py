@@ -4,11 +4,22 @@ the error a failed rank means for the whole run, and the divergences between ran
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect.parse.ranks import ENDED, outcome, ranks_text
-from tcinspect.report import OK, Failure, Divergence, RankGroup, RankReport, Report, break_identity
+from tcinspect.report import (
+    OK,
+    Divergence,
+    Failure,
+    GraphBreak,
+    OutputCode,
+    RankGroup,
+    RankReport,
+    Report,
+    break_identity,
+)
 
 #: Ranks whose run finished: a compile they lack is a divergence, not a rank that stopped early.
 _FINISHED = ("ok", "failed", "error")
@@ -162,11 +173,11 @@ class _RankView:
         self.rank = rank
         dyn = rank.stages.dynamo
         self.graphs = {g.compile_id: g for g in dyn.graphs}
-        self.breaks: dict[str, list] = {}
+        self.breaks: dict[str, list[GraphBreak]] = {}
         for b in dyn.graph_breaks:
             self.breaks.setdefault(b.compile_id, []).append(b)
         self.recompiles = {r.compile_id: r for r in dyn.recompiles}
-        self.outputs: dict[str, list] = {}
+        self.outputs: dict[str, list[OutputCode]] = {}
         for o in rank.stages.inductor.outputs:
             self.outputs.setdefault(o.compile_id, []).append(o)
         self.splits = {s.compile_id: s for s in rank.ddp_splits}

@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Optional
 
-from tcinspect.report import (EndToEnd, KernelBench, KernelTiming, OutputCode, Peak, Report, StepGap,
-                              StepProfile, TimeShare)
+from tcinspect.report import (
+    EndToEnd,
+    KernelBench,
+    KernelTiming,
+    OutputCode,
+    Peak,
+    Report,
+    StepGap,
+    StepProfile,
+    TimeShare,
+)
 
 #: Warm-up launches before the timed ones (the first launch of an extern call may set up a handle).
 WARMUP = 3
@@ -344,7 +354,8 @@ def _less_overhead(ms: float, overhead_us: float) -> float:
 
 def _timing(o: Optional[OutputCode], index: int, kind: str, name: str, launch: Optional[Launch],
             source: str, m: Measured, bandwidth: float, copy: float, compute: dict[str, float]) -> KernelTiming:
-    base = dict(compile_id=o.compile_id if o else "", part=o.part if o else "", index=index, name=name, kind=kind)
+    base: dict[str, Any] = dict(compile_id=o.compile_id if o else "", part=o.part if o else "", index=index, name=name,
+                                kind=kind)
     if launch is None:
         k = o.kernels[index] if o else None
         why = ("a C++ kernel: it runs on the CPU" if k is not None and k.language == "cpp"
@@ -414,8 +425,8 @@ IN_STEP_METHOD = ("the compiled step run {steps} times under torch.profiler (CUD
                   "per kernel the median over the steps; warm L2, the real order and concurrency")
 
 
-def _in_step(outputs: Sequence[OutputCode], rows: list, stray: list, timings: list[KernelTiming],
-             m: Measured) -> tuple[list[KernelTiming], Optional[StepProfile]]:
+def _in_step(outputs: Sequence[OutputCode], rows: list[tuple[int, int, Optional[Launch]]], stray: list[Launch],
+             timings: list[KernelTiming], m: Measured) -> tuple[list[KernelTiming], Optional[StepProfile]]:
     """Each timed launch's in-step time and the step view, from the profiled steps."""
     from tcinspect.parse import instep
 
@@ -429,8 +440,8 @@ def _in_step(outputs: Sequence[OutputCode], rows: list, stray: list, timings: li
     where = [instep.Where("", x.name) for x in m.launches]
     for (oi, index, launch) in rows:
         if launch is not None:
-            o = outputs[oi]
-            where[position[id(launch)]] = instep.Where(f"{o.compile_id} {o.part}", o.kernels[index].name)
+            oc = outputs[oi]
+            where[position[id(launch)]] = instep.Where(f"{oc.compile_id} {oc.part}", oc.kernels[index].name)
     out = []
     for t, launch in zip(timings, launched):
         i = position.get(id(launch)) if launch is not None else None
@@ -443,7 +454,7 @@ def _in_step(outputs: Sequence[OutputCode], rows: list, stray: list, timings: li
     wall, busy = med([x.wall_us for x in stats]), med([x.busy_us for x in stats])
     busy_pct = 100.0 * busy / wall if wall else 0.0
     mid = stats[len(stats) // 2]
-    gaps = []
+    gaps: list[StepGap] = []
     boundary_idle = 0.0
     for idle, a, b in mid.gaps:
         boundary = "graph boundary" if (a.graph != b.graph or not a.graph) else ""

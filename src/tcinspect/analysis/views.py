@@ -8,7 +8,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tcinspect.report import GraphBreak, Guard, Kernel, OutputCode, Report, break_identity, guards_per_compile
+from tcinspect.report import (
+    CompileMetrics,
+    GraphBreak,
+    Guard,
+    Kernel,
+    OutputCode,
+    Report,
+    break_identity,
+    guards_per_compile,
+)
 
 
 @dataclass(frozen=True)
@@ -22,7 +31,7 @@ class DistinctBreak:
 
 def distinct_breaks(rep: Report) -> tuple[DistinctBreak, ...]:
     """Graph breaks grouped by identity (type + user location), in first-seen order."""
-    groups: dict[tuple, list[GraphBreak]] = {}
+    groups: dict[tuple[str, str, int, str], list[GraphBreak]] = {}
     for b in rep.stages.dynamo.graph_breaks:
         groups.setdefault(break_identity(b), []).append(b)
     return tuple(DistinctBreak(items[0], len(items), tuple(dict.fromkeys(b.compile_id for b in items)))
@@ -176,7 +185,7 @@ class FrameCompiles:
 
 def frames(rep: Report) -> list[FrameCompiles]:
     """Per frame: compiles (first + recompiles) and the cache entries they left (graphs compiled)."""
-    by_frame: dict[str, list] = {}
+    by_frame: dict[str, list[CompileMetrics]] = {}
     for c in rep.compiles:
         by_frame.setdefault(c.compile_id.split("/")[0], []).append(c)
     graphs = {g.compile_id for g in rep.stages.dynamo.graphs}
@@ -307,7 +316,7 @@ def kernels_of_line(rep: Report, spec: str) -> list[tuple[OutputCode, int, Kerne
     out = []
     for o in rep.stages.inductor.outputs:
         for i, k in enumerate(o.kernels):
-            frames = [(f.file, f.line) for f in k.frames] + [tuple(_line_spec(x)) for x in k.user_lines if ":" in x]
+            frames = [(f.file, f.line) for f in k.frames] + [_line_spec(x) for x in k.user_lines if ":" in x]
             if any(ln == line and _same_file(f, path) for f, ln in frames):
                 out.append((o, i, k))
     return out

@@ -14,7 +14,9 @@ import sys
 import tempfile
 import traceback
 import warnings
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any, Optional
 
 import torch
 
@@ -171,17 +173,6 @@ def compile_fn(model: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     return torch.compile(model, **kwargs)
 
 
-def inductor_config_snapshot() -> dict[str, Any]:
-    """Inductor's config as a dict (torch._inductor.config.save_config_portable, 2.11-2.15)."""
-    from torch._inductor import config
-
-    return dict(config.get_config_copy())
-
-
-def dynamo_config_snapshot() -> dict[str, Any]:
-    return dict(torch._dynamo.config.get_config_copy())
-
-
 def registered_backends(everything: bool = True) -> list[str]:
     """Names torch.compile accepts as ``backend=`` (torch._dynamo.list_backends, 2.11-2.15).
 
@@ -254,7 +245,7 @@ def user_kernel_table() -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
         return {}, {}
     kernels: dict[int, tuple[str, str]] = {}
     for idx, kernel in dict(kernel_side_table.id_to_kernel).items():
-        fn = getattr(kernel, "fn", kernel)  # a JITFunction or an Autotuner around one
+        fn: Any = getattr(kernel, "fn", kernel)  # a JITFunction or an Autotuner around one
         fn = getattr(fn, "fn", fn)
         name = getattr(fn, "__name__", type(kernel).__name__)
         try:
@@ -414,21 +405,21 @@ def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
                               lambda a, k: orig_call(self, *a, **k), args, kwargs, params=params, roles=roles))
         return orig_call(self, *args, **kwargs)
 
-    CachingAutotuner.run = run  # type: ignore[method-assign]
-    OpOverload.__call__ = op_call  # type: ignore[method-assign]
+    CachingAutotuner.run = run  # type: ignore[method-assign]  # patched while the block runs, restored below
+    OpOverload.__call__ = op_call  # type: ignore[method-assign]  # the same
     for key, fn in originals.items():
         setattr(extern_kernels, key, extern(key, fn))
     try:
         yield
     finally:
-        CachingAutotuner.run = orig_run  # type: ignore[method-assign]
-        OpOverload.__call__ = orig_call  # type: ignore[method-assign]
+        CachingAutotuner.run = orig_run  # type: ignore[method-assign]  # restoring torch's own method
+        OpOverload.__call__ = orig_call  # type: ignore[method-assign]  # the same
         for key, fn in originals.items():
             setattr(extern_kernels, key, fn)
 
 
 
-def gpu_sleep(cycles: int) -> None:
+def gpu_sleep(cycles: float) -> None:
     """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.15).
 
     The kernel bench queues it before each timed launch so the launch is enqueued before the GPU
@@ -526,7 +517,7 @@ def provenance_snapshot(names: Optional[dict[str, str]] = None) -> tuple[str, di
     from torch._inductor import debug as inductor_debug
 
     where, data = "", {}
-    frame = sys._getframe(1)
+    frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_name
         if name == "cache_hit_post_compile":

@@ -13,15 +13,16 @@ import importlib
 import importlib.util
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
-from tcinspect.errors import UsageError
-from tcinspect.report import is_user_target
 from tcinspect.capturing import _compat
+from tcinspect.errors import UsageError
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT
 from tcinspect.parse.inductor import short_dtype
+from tcinspect.report import is_user_target
 
 #: Backends a pass can run under, and how.
 PASS_BACKENDS = ("inductor", "aot_eager")
@@ -61,16 +62,16 @@ def load_callable(spec: str, option: str) -> Callable[..., Any]:
             sys.modules[name] = module
             try:
                 module_spec.loader.exec_module(module)
-            except Exception as exc:  # noqa: BLE001 - the user's file: one line, not a traceback
+            except Exception as exc:  # the user's file: one line, not a traceback
                 sys.modules.pop(name, None)
                 raise UsageError(f"{option} '{spec}': importing {where} raised {type(exc).__name__}: {exc}",
                                  f"fix {where} (run `python {where}` to see the error)") from exc
-            module.__tcinspect_mtime__ = stamp
+            module.__tcinspect_mtime__ = stamp  # type: ignore[attr-defined]  # tcinspect's own mark on the module
     else:
         sys.path.insert(0, ".")  # `module:fn` from the directory tcinspect runs in, as `python -m` would
         try:
             module = importlib.import_module(where)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise UsageError(f"cannot import {option} '{spec}': {type(exc).__name__}: {exc}",
                              "check the module name (module:callable), or give file.py:callable") from exc
         finally:
@@ -183,7 +184,7 @@ def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]]) -> Callable[
             record: dict[str, Any] = {"name": spec, "graph": part, "nodes_before": len(before)}
             try:
                 out = fn(gm)
-            except Exception as exc:  # noqa: BLE001 - reported as the pass's fault, with the report so far
+            except Exception as exc:  # reported as the pass's fault, with the report so far
                 record.update(nodes_after=len(before), error=f"raised {type(exc).__name__}: {exc}")
                 _compat.log_artifact(PASS_ARTIFACT, json.dumps(record))
                 raise UserTargetError(f"--pass '{spec}' raised {type(exc).__name__}: {exc}",

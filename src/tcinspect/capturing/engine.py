@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import replace
 import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Optional
 
-from tcinspect.capturing import _compat, custom, modelfile, outputs, verify
-from tcinspect.parse import assemble
 from tcinspect.analysis import roofline
-from tcinspect.capturing import gpu_timing
-from tcinspect.parse import provenance
-from tcinspect.parse.fromevents import report_from_events
-from tcinspect.parse import events as ev_mod
+from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
+from tcinspect.parse import assemble, provenance
+from tcinspect.parse import events as ev_mod
+from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification
-
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
 EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
@@ -36,7 +34,7 @@ class Recorder(logging.Handler):
         self.call = -1  # which model call is running (set by the capture loop)
         # in an isolated child, every event is also appended to a file as it arrives, so that a
         # crash or a timeout still leaves the stages recorded before it
-        self._stream = open(stream, "a", encoding="utf-8") if stream else None
+        self._stream = open(stream, "a", encoding="utf-8") if stream else None  # noqa: SIM115 - closed by close()
         self.seconds = 0.0  # spent in emit(): tcinspect's own share of the compile (Report.timings)
         self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
         #: str(id(module)) -> its name in the user's model, so module paths start at the user's root
@@ -362,7 +360,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
             if exc.code not in (None, 0):
                 raise ModelRaisedError(f"{src.path}: the script exited with status {exc.code!r}",
                                        "fix the script, or give its arguments after `--`") from None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if _compat.is_compiler_exception(exc):
                 run.failure = _failure(exc)
             else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
-import sys
 import re
+import sys
 import tempfile
 import traceback
 from pathlib import Path
@@ -219,8 +219,10 @@ def export_one(model: Any, inputs: tuple, mode: str, options: Options, where: Op
     graph = parse_graph("exported_program", "\n".join(ln.rstrip() for ln in code.strip("\n").splitlines()) + "\n")
     aoti = None
     if options.aoti:
-        isolated = target is not None and target.kind == "model" and target.path
-        aoti = _aoti_isolated(target, mode, options) if isolated else _aoti(ep, module, inputs, mode, options)
+        if target is not None and target.kind == "model" and target.path:  # isolated
+            aoti = _aoti_isolated(target, mode, options)
+        else:
+            aoti = _aoti(ep, module, inputs, mode, options)
     return ExportRun(mode, True, graph=graph, signature=_signature(ep), dynamic_shapes=spec, aoti=aoti)
 
 

@@ -21,15 +21,26 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Optional
 
-from tcinspect.analysis.roofline import (BURST, IN_STEP_STEPS, IN_STEP_WARMUP, WARMUP, Arg, Launch, Measured,
-                                         _less_overhead, compute_dtypes, datasheet, theoretical_bandwidth)
+from tcinspect.analysis.roofline import (
+    BURST,
+    IN_STEP_STEPS,
+    IN_STEP_WARMUP,
+    WARMUP,
+    Arg,
+    Launch,
+    Measured,
+    _less_overhead,
+    compute_dtypes,
+    datasheet,
+    theoretical_bandwidth,
+)
 from tcinspect.errors import DeviceError, UsageError
 from tcinspect.report import EndToEnd, Options, Peak
-
 
 # ----------------------------------------------------------------------------- measuring (torch)
 
@@ -237,15 +248,21 @@ def _copy_bandwidth(device: Any, runs: int, overhead_us: float = 0.0) -> tuple[f
     props = torch.cuda.get_device_properties(device)
     free, _ = torch.cuda.mem_get_info(device)
     nbytes = min(max(1 << 30, 16 * props.L2_cache_size), free // 4) // 16 * 16
-    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    best = {"cudaMemcpy": min(time_launch(lambda: dst.copy_(src), runs)),
-            "an elementwise copy kernel": min(time_launch(lambda: torch.mul(src, 1, out=dst), runs))}
-    del src, dst
+    best = _copy_times(device, nbytes, runs)  # its two buffers are freed when it returns
     how, ms = min(best.items(), key=lambda x: x[1])  # a roof is the best the device did
     us = _less_overhead(ms, overhead_us)
     return (round(2 * nbytes / (us / 1e6) / 1e9, 1),
             f"measured: {nbytes >> 20} MiB device-to-device copy by {how} (read + write), best of {runs}")
+
+
+def _copy_times(device: Any, nbytes: int, runs: int) -> dict[str, float]:
+    """The best milliseconds of each way to copy ``nbytes`` from one buffer on ``device`` to another."""
+    import torch
+
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    return {"cudaMemcpy": min(time_launch(lambda: dst.copy_(src), runs)),
+            "an elementwise copy kernel": min(time_launch(lambda: torch.mul(src, 1, out=dst), runs))}
 
 
 def _matmul_peak(device: Any, dtype: str, runs: int, overhead_us: float = 0.0) -> Optional[float]:

@@ -17,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect import errors, interrupts, serialize
 from tcinspect.report import Failure, Options, Report, Target, options_from_json
@@ -127,7 +128,8 @@ def partial_report(events_file: Path, path: Path, model_name: str, options: Opti
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
     from tcinspect.cache import installed_torch_version
     from tcinspect.parse.events import read_trace
-    from tcinspect.parse.fromevents import SourceHealth, partial_report as from_events
+    from tcinspect.parse.fromevents import SourceHealth
+    from tcinspect.parse.fromevents import partial_report as from_events
 
     # the child may have been stopped in the middle of writing a line
     evs, bad = read_trace(events_file) if events_file.exists() else ([], 0)

@@ -23,18 +23,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
-from tcinspect._version import __version__
 from tcinspect import interrupts, serialize
+from tcinspect._version import __version__
+from tcinspect.analysis.divergence import rank_failure
 from tcinspect.errors import (
     DeviceError,
     TcinspectError,
     UsageError,
 )
-from tcinspect.analysis.divergence import rank_failure
 from tcinspect.parse.ranks import merge
 from tcinspect.report import (
     OK,
@@ -210,7 +211,7 @@ def run_launcher(cmd: list[str], env: dict[str, str], directory: Path, nproc: in
         timed_out = False
         try:
             with interrupts.cleanup(lambda: kill(proc, directory, nproc)):
-                code = proc.wait(timeout=timeout)
+                code: Optional[int] = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             code = stop(proc, directory, nproc)

@@ -13,9 +13,10 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError
 
@@ -40,10 +41,6 @@ class LoadedModel:
     input_sets: list[tuple] = field(default_factory=list)
     #: The device the file asks for (its optional `device` name): the default for --device.
     device: str = ""
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional[bool] = None) -> ModelSource:
@@ -83,9 +80,9 @@ def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional
 def _constant(tree: ast.Module, name: str) -> str:
     """The value of a top-level `name = "literal"` assignment, or ""."""
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                return node.value.value
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)):
+            return node.value.value
     return ""
 
 
@@ -205,7 +202,7 @@ def load(src: ModelSource, model_name: str = "model", inputs_name: str = "exampl
         sys.modules.pop(run_name, None)
         raise ModelFileError(f"{src.path}: the model file called sys.exit({exc.code!r}) while being imported",
                              "move script code under `if __name__ == \"__main__\":`") from None
-    except Exception as exc:  # noqa: BLE001 - any error in user code becomes one line
+    except Exception as exc:  # any error in user code becomes one line
         sys.modules.pop(run_name, None)
         where = user_frame(exc, src.path) or str(src.path)
         raise ModelFileError(f"{where}: importing the model file raised {describe(exc)}",
@@ -256,7 +253,7 @@ def _as_inputs(value: Any, name: str, path: Path) -> tuple:
     if callable(value) and not isinstance(value, tuple) and not hasattr(value, "shape"):
         try:
             value = value()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             where = user_frame(exc, path) or str(path)
             raise ModelRaisedError(f"{where}: calling `{name}()` raised {describe(exc)}",
                                    f"fix `{name}` so that it returns a tuple of positional arguments") from exc
@@ -269,7 +266,7 @@ def _as_inputs(value: Any, name: str, path: Path) -> tuple:
     return value
 
 
-def script_frame_error(exc: BaseException, path: Path) -> Optional[ModelRaisedError]:
+def script_frame_error(exc: BaseException, path: Path) -> ModelRaisedError:
     """The one-line error for a script that raised, naming its line."""
     where = user_frame(exc, path) or str(path)
     return ModelRaisedError(f"{where}: the script raised {describe(exc)}",

@@ -31,8 +31,8 @@ def main() -> int:
     files = RankFiles(directory, int(os.environ.get("RANK", "0")))
     files.pid.write_text(str(os.getpid()), encoding="utf-8")
     _redirect_output(files.log)
-    fault = open(files.fault, "w", encoding="utf-8")
-    stopped = open(files.stopped, "w", encoding="utf-8")
+    fault = open(files.fault, "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends (_KEEP_OPEN)
+    stopped = open(files.stopped, "w", encoding="utf-8")  # noqa: SIM115 - the same
     _KEEP_OPEN.extend((fault, stopped))
     faulthandler.enable(fault, all_threads=True)
     # chain=True: after the dump, SIGTERM still ends the rank as torchrun expects

@@ -13,12 +13,13 @@ passes, and a change to the math fails.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from tcinspect.errors import UsageError
 from tcinspect.capturing import outputs
+from tcinspect.errors import UsageError
 from tcinspect.report import Options, TensorCheck, Verification
 
 #: (rtol, atol) by dtype: torch.testing's defaults, loosened where a compiler may legitimately
@@ -87,7 +88,7 @@ def reference(model: Any, inputs: tuple, step: Callable[[Any, tuple], Any], wher
             p.grad = None  # the compiled run's gradients must be its own
     try:
         out = step(twin, twin_inputs)
-    except Exception as exc:  # noqa: BLE001 - the model's own error
+    except Exception as exc:  # the model's own error
         from tcinspect.capturing.modelfile import model_raised
 
         raise model_raised(exc, where) from exc

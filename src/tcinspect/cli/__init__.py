@@ -10,13 +10,15 @@ import logging
 import os
 import sys
 import traceback
-from typing import Optional, Sequence
-
+from collections.abc import Sequence
+from typing import Optional
 
 from tcinspect import interrupts
+from tcinspect.cli._app import app  # the commands below register on it
 from tcinspect.errors import ExitCode, Interrupted, TcinspectError
 
-from tcinspect.cli._app import app  # the commands below register on it
+# the import order is the order `tcinspect --help` lists the commands in
+# isort: off
 from tcinspect.cli import trace as _trace  # noqa: F401  (registers the command)
 from tcinspect.cli import breaks as _breaks  # noqa: F401
 from tcinspect.cli import codegen as _codegen  # noqa: F401
@@ -26,6 +28,7 @@ from tcinspect.cli import guards as _guards  # noqa: F401
 from tcinspect.cli import verify as _verify  # noqa: F401
 from tcinspect.cli import export as _export  # noqa: F401
 from tcinspect.cli import compile_time as _compile_time  # noqa: F401
+# isort: on
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from tcinspect.cli._app import app
-from tcinspect.cli import common as c
-from tcinspect.errors import ExitCode
 from tcinspect.analysis import divergence
+from tcinspect.analysis.views import breaks_document, fullgraph_ok
+from tcinspect.cli import common as c
+from tcinspect.cli._app import app
+from tcinspect.errors import ExitCode
 from tcinspect.render import breaks as render
 from tcinspect.render import ranks
-from tcinspect.analysis.views import breaks_document, fullgraph_ok
 from tcinspect.report import Options
 
 FullgraphCheck = Annotated[bool, typer.Option(

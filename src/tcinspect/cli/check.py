@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.errors import ExitCode, UsageError
 
 
@@ -32,7 +32,7 @@ CompileTimeTolerance = Annotated[Optional[float], typer.Option(
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
 def check(
-    files: Annotated[Optional[List[str]], typer.Argument(
+    files: Annotated[Optional[list[str]], typer.Argument(
         help="Model files or saved reports (default: `models` in [tool.tcinspect]).", show_default=False)] = None,
     max_graph_breaks: MaxBreaks = None,
     max_graphs: MaxGraphs = None,
@@ -64,8 +64,7 @@ def check(
     debug: c.DebugOpt = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
-    from tcinspect.analysis import checks
-    from tcinspect.analysis import divergence
+    from tcinspect.analysis import checks, divergence
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -109,6 +108,7 @@ def check(
                                                                     baseline_path))
 
     if update:
+        assert baseline_path is not None  # refused above: --update needs a baseline path
         _update(baseline_path, snapshots)
     if junit is not None:
         from tcinspect import interrupts, outfile
@@ -129,8 +129,8 @@ def check(
 
 def _update(path: Path, snapshots: dict) -> None:
     """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
-    from tcinspect.analysis import checks
     from tcinspect import interrupts, outfile
+    from tcinspect.analysis import checks
 
     interrupts.check()
     models = {}

@@ -10,14 +10,23 @@ from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli._app import app
+from tcinspect.analysis.views import (
+    BENCH_SORTS,
+    bench_document,
+    bench_rows,
+    codegen_document,
+    find_kernels,
+    kernel_time_share,
+    kernels_of_line,
+    kernels_of_module,
+    nearest_kernel_names,
+)
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
 from tcinspect.report import NOT_RUN, BenchRequest, CompileOptions, Report
-from tcinspect.analysis.views import (BENCH_SORTS, bench_document, bench_rows, codegen_document, find_kernels, kernel_time_share,
-                             kernels_of_line, kernels_of_module, nearest_kernel_names)
 
 KernelOpt = Annotated[Optional[str], typer.Option(
     "--kernel", "-k", help="Show this kernel's code and metadata (exact name, substring or glob).", show_default=False)]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, List, Mapping, Optional, Sequence
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console, RenderableType
-
 
 from tcinspect.errors import ReportFailedError, UsageError
 from tcinspect.report import BenchRequest, CompileOptions, ExportRequest, Options, Report, VerifyRequest
@@ -29,7 +29,7 @@ IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
 FileArg = Annotated[Optional[str], typer.Argument(
     help="A model file (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of rank logs, or "
          "nothing for the latest trace.", show_default=False)]
-ScriptArgs = Annotated[Optional[List[str]], typer.Argument(
+ScriptArgs = Annotated[Optional[list[str]], typer.Argument(
     help="Arguments after `--` become the script's sys.argv (script mode).", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json; - for stdout).",
@@ -49,7 +49,7 @@ DynamicOpt = Annotated[str, typer.Option("--dynamic", help="Pass dynamic= to tor
                                          show_default=False)]
 BackendOpt = Annotated[str, typer.Option(
     "--backend", help="A registered torch.compile backend name, or your own: module:callable or file.py:callable.")]
-PassOpt = Annotated[Optional[List[str]], typer.Option(
+PassOpt = Annotated[Optional[list[str]], typer.Option(
     "--pass", help="An FX pass (GraphModule -> GraphModule), module:fn or file.py:fn, applied to each ATen graph "
                    "before Inductor (or aot_eager); repeatable, applied in order.", show_default=False)]
 NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
@@ -62,7 +62,7 @@ NprocOpt = Annotated[Optional[int], typer.Option(
     "--nproc", help="Run the file on N ranks under torchrun (python -m torch.distributed.run --standalone "
                     "--nproc-per-node N), record every rank and report where ranks diverge; the file starts its "
                     "own process group. --timeout then bounds the whole job.", show_default=False, metavar="N")]
-TorchrunArgOpt = Annotated[Optional[List[str]], typer.Option(
+TorchrunArgOpt = Annotated[Optional[list[str]], typer.Option(
     "--torchrun-arg", help="With --nproc: an option for torchrun, e.g. --torchrun-arg=--master-port=29501 "
                            "(a rendezvous option replaces --standalone); repeatable.", show_default=False,
     metavar="ARG")]

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.errors import UsageError
 from tcinspect.report import Report
 
@@ -55,11 +55,11 @@ def compile_time(
 
 
 def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path], tree: bool) -> None:
+    from rich.console import Group
+
     from tcinspect.analysis import compile_time as views
     from tcinspect.analysis import divergence
     from tcinspect.render import compiletime as render
-    from rich.console import Group
-
     from tcinspect.render import ranks
 
     if perfetto is not None:

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 
 
 @app.command(epilog="Example: tcinspect diff before.yaml after.yaml")
@@ -21,8 +21,8 @@ def diff(
     debug: c.DebugOpt = False,
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
-    from tcinspect.analysis import diffing
     from tcinspect import request as sources
+    from tcinspect.analysis import diffing
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import ExportRequest, Report
 
@@ -17,7 +17,7 @@ def export_(
     file: c.FileArg = None,
     strict: Annotated[bool, typer.Option("--strict", help="Run strict (TorchDynamo) export.")] = False,
     non_strict: Annotated[bool, typer.Option("--non-strict", help="Run non-strict (Python tracing) export.")] = False,
-    dynamic_dim: Annotated[Optional[List[int]], typer.Option(
+    dynamic_dim: Annotated[Optional[list[int]], typer.Option(
         "--dynamic-dim", help="Mark this dimension of every tensor input dynamic (Dim); repeatable. 0: batch.",
         show_default=False, min=0)] = None,
     aoti: Annotated[bool, typer.Option("--aoti", help="Also compile and package with AOTInductor and check the "

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.report import Options
 
 
@@ -37,9 +37,9 @@ def guards(
     from dataclasses import replace
 
     from tcinspect.analysis import divergence
+    from tcinspect.analysis.views import guards_document
     from tcinspect.render import guards as render
     from tcinspect.render import ranks
-    from tcinspect.analysis.views import guards_document
 
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)

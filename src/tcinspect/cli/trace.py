@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Callable, Iterator, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.errors import UsageError
 from tcinspect.render import table as render
 from tcinspect.report import Report
 
-StageOpt = Annotated[Optional[List[str]], typer.Option(
+StageOpt = Annotated[Optional[list[str]], typer.Option(
     "--stage", "-s", help=f"Show only these stages ({', '.join(render.STAGES)}); repeat or comma-separate.",
     show_default=False)]
 FormatOpt = Annotated[str, typer.Option(
@@ -22,7 +23,7 @@ FormatOpt = Annotated[str, typer.Option(
 OutputOpt = Annotated[Optional[Path], typer.Option(
     "--output", "-o", help="Write the report to this file: .yaml, .json, .html or .svg (the format follows the "
                            "name unless --format is given).", show_default=False)]
-GraphOpt = Annotated[Optional[List[str]], typer.Option(
+GraphOpt = Annotated[Optional[list[str]], typer.Option(
     "--graph", help="With --format svg: draw only this graph, a Dynamo compile id (1/0) or an Inductor AOT id "
                     "(0_forward); repeatable.", show_default=False, metavar="ID")]
 
@@ -73,7 +74,7 @@ def trace(
     c.exit_for(rep)
 
 
-def _pages(rep: Report, graphs: List[str]) -> dict[str, Callable[[], str]]:
+def _pages(rep: Report, graphs: Sequence[str]) -> dict[str, Callable[[], str]]:
     """The formats drawn from the whole report, rendered only when chosen."""
     return {"html": lambda: _html(rep), "svg": lambda: _svg(rep, graphs)}
 
@@ -85,7 +86,7 @@ def _html(rep: Report) -> str:
         return html.render(rep, tick)
 
 
-def _svg(rep: Report, graphs: List[str]) -> str:
+def _svg(rep: Report, graphs: Sequence[str]) -> str:
     from tcinspect.render import svg
 
     with _drawing():
@@ -106,7 +107,7 @@ def _drawing() -> Iterator[Callable[[int, int], None]]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
-def _stages(values: Optional[List[str]]) -> Optional[list[str]]:
+def _stages(values: Optional[list[str]]) -> Optional[list[str]]:
     if not values:
         return None
     chosen = [v.strip() for value in values for v in value.split(",") if v.strip()]

@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.cli._app import app
 from tcinspect.cli import common as c
+from tcinspect.cli._app import app
 from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import Report, VerifyRequest
 

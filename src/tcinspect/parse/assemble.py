@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional
+from typing import Any, Optional
 
 from tcinspect.parse import events as ev_mod
+from tcinspect.parse import provenance
 from tcinspect.parse.breaks import parse_break
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
-from tcinspect.parse import provenance
 from tcinspect.parse.inductor import aot_id_of, parse_output_code, part_of
 from tcinspect.report import (
     FAILED,
@@ -20,15 +21,17 @@ from tcinspect.report import (
     AotGraphs,
     AotStage,
     CompileMetrics,
+    CustomOp,
     DynamoGraph,
     DynamoStage,
     Graph,
     InductorStage,
-    OutputCode,
-    CustomOp,
+    Kernel,
     NodeChange,
+    OutputCode,
     PassRun,
     Recompile,
+    SourceLocation,
     Stages,
     UserKernel,
 )
@@ -75,7 +78,7 @@ def _latest_attempt(events: list[Event]) -> list[Event]:
 
 
 def _metrics(cid: str, events: list[Event]) -> CompileMetrics:
-    m: dict = {}
+    m: dict[str, Any] = {}
     for e in events:
         if e.name == "compilation_metrics":
             m = e.meta
@@ -155,7 +158,7 @@ def _reanchor(graph: Graph, anchors: Optional[Graph]) -> Graph:
     if anchors is None:
         return graph
     here = {(n.source.file, n.source.line) for n in anchors.nodes if n.source is not None}
-    by_code: dict[str, set] = {}
+    by_code: dict[str, set[SourceLocation]] = {}
     for n in anchors.nodes:
         if n.source is not None:
             by_code.setdefault(n.source.code, set()).add(n.source)
@@ -277,7 +280,7 @@ def _checked_names(kernels: list[UserKernel], outputs: list[OutputCode],
     ``relu_kernel``), in the graph's order; those names win when the two disagree.
     """
     from_cache = {m.compile_id for m in metrics if m.aot_autograd_cache == "hit"}
-    launched: dict[tuple[str, str], list] = {}
+    launched: dict[tuple[str, str], list[Kernel]] = {}
     for o in outputs:
         launched.setdefault((o.compile_id, o.part), []).extend(k for k in o.kernels if k.kind == "user_triton")
     seen: dict[tuple[str, str], int] = {}
@@ -361,7 +364,7 @@ def build(
         # one compile id can hold several AOT graph sets (DDPOptimizer compiles each bucket's submodule
         # under its frame's compile id); backwards arrive later, in reverse, each for the latest
         # forward still without one
-        sets: list[dict] = []
+        sets: list[dict[str, Graph]] = []
         for e in latest:
             if e.name not in _AOT_EVENTS:
                 continue

@@ -10,8 +10,9 @@ log); ``build`` adds torch's compilation_metrics, the cache look-ups and the fin
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional, Sequence
+from typing import Any, Optional
 
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.report import (
@@ -98,7 +99,7 @@ class Span:
     name: str
     ts: float
     compile_id: str = ""  # "" for a span logged outside any compile (a compile worker thread)
-    args: dict = field(default_factory=dict, compare=False)
+    args: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 def span_of(ev: Event) -> Optional[Span]:
@@ -118,8 +119,8 @@ def span_of(ev: Event) -> Optional[Span]:
 class _Open:
     name: str
     start: float
-    args: dict
-    children: list["_Tree"] = field(default_factory=list)
+    args: dict[str, Any]
+    children: list[_Tree] = field(default_factory=list)
 
 
 @dataclass
@@ -129,8 +130,8 @@ class _Tree:
     name: str
     start: float
     end: float
-    args: dict
-    children: list["_Tree"]
+    args: dict[str, Any]
+    children: list[_Tree]
 
 
 @dataclass
@@ -227,29 +228,15 @@ def breakdown(phase: Phase) -> dict[str, float]:
     return {g: round(v, 6) for g, v in out.items() if v > 0}
 
 
-def exclusive_by_name(phase: Phase) -> dict[str, float]:
-    """Exclusive seconds by span name over a tree (the root's own time is "other")."""
-    out: dict[str, float] = {}
-
-    def walk(p: Phase, root: bool) -> None:
-        key = "other" if root else p.name
-        out[key] = out.get(key, 0.0) + p.self_s
-        for c in p.children:
-            walk(c, False)
-
-    walk(phase, True)
-    return out
-
-
 # ----------------------------------------------------------------------------- events -> CompileTime
 
 
-def _num(d: dict, key: str) -> float:
+def _num(d: dict[str, Any], key: str) -> float:
     v = d.get(key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
-def _compile_threads(metrics: dict) -> int:
+def _compile_threads(metrics: dict[str, Any]) -> int:
     text = metrics.get("inductor_config")
     if not isinstance(text, str):
         return 0
@@ -310,8 +297,8 @@ def build(events: Iterable[Event], recompiles: Sequence[Recompile] = ()) -> Opti
     if not spans:
         return None
     trees = spans_to_trees(spans)
-    forward_metrics: dict[str, list[dict]] = {}
-    backward_metrics: dict[str, list[dict]] = {}
+    forward_metrics: dict[str, list[dict[str, Any]]] = {}
+    backward_metrics: dict[str, list[dict[str, Any]]] = {}
     threads = 0
     for e in evs:
         if e.name == "compilation_metrics" and e.compile_id:

@@ -11,8 +11,8 @@ the graph fits in one bucket.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.events import Event

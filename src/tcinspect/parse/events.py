@@ -9,9 +9,10 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 from tcinspect.report import EventCount, ParseHealth
 
@@ -30,7 +31,7 @@ IGNORED = frozenset({"str", "describe_storage", "describe_tensor", "describe_sou
 CHROMIUM_EVENT = "chromium_event"
 _CHROMIUM_ARGS = ("compile_id", "is_backward", "cache_state", "cache_bypass_reason", "time_saved_ms")
 
-#: tcinspect's own artifacts, logged on the same trace (capture/custom.py): what a custom backend
+#: tcinspect's own artifacts, logged on the same trace (capturing/custom.py): what a custom backend
 #: was handed, and what each --pass changed.
 BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
 PASS_ARTIFACT = "tcinspect_pass"
@@ -121,10 +122,7 @@ def event_name(metadata: dict[str, Any]) -> str:
     for key, value in metadata.items():
         if key in _CONTEXT_KEYS:
             continue
-        if key == "artifact" and isinstance(value, dict):
-            name = str(value.get("name", "artifact"))
-        else:
-            name = key
+        name = str(value.get("name", "artifact")) if key == "artifact" and isinstance(value, dict) else key
         return name
     return ""
 

@@ -9,15 +9,16 @@ from any machine reads anywhere (tests/test_layout.py says so).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Optional
 
 from tcinspect._version import __version__
 from tcinspect.parse import assemble, compiletime, provenance
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
+from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
 from tcinspect.report import Failure as ReportFailure
-from tcinspect.report import InputSetError, Options, Report, Target, Verification
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def report_from_events(
                          unreadable=provenance.unreadable(events), payload_mismatches=source.payload_mismatches,
                          truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
 
-    def build(f: Optional[assemble.Failure]) -> tuple:
+    def build(f: Optional[assemble.Failure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
         return assemble.build(events, backend=options.backend, failure=f, side_table=side_table)
 
     stages, metrics = build(failure)

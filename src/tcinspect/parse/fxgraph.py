@@ -7,7 +7,8 @@ another torch version) can be analysed on any machine without torch.
 from __future__ import annotations
 
 import re
-from typing import Container, Optional
+from collections.abc import Container
+from typing import Optional
 
 from tcinspect.report import Graph, Node, SourceLocation
 
@@ -129,8 +130,8 @@ def parse_graph(name: str, code: str) -> Graph:
         by_name[node.name] = len(nodes)
         nodes.append(node)
 
-    for pname, ann in params:
-        dtype, shape, stride, device = parse_type(ann) if ann else ("", (), (), "")
+    for pname, ptype in params:
+        dtype, shape, stride, device = parse_type(ptype) if ptype else ("", (), (), "")
         add(Node(op="placeholder", name=pname, target=pname, dtype=dtype, shape=shape, stride=stride, device=device))
 
     source: Optional[SourceLocation] = None

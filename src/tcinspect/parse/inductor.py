@@ -221,7 +221,8 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
                 language = "triton"
             else:
                 kind, language = "cpp", "cpp"
-            nodes = aten = ()
+            nodes: tuple[str, ...] = ()
+            aten: tuple[str, ...] = ()
             if pending is not None:
                 nodes, aten = _split(pending["nodes"]), _split(pending["aten"])
             else:
@@ -232,7 +233,7 @@ def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
                     nodes, aten = _cpp_fusion(var, post_grad, taken)
             if kind == "user_triton":
                 orig = _ORIGINAL_PATH.search(d["comment"])
-                lines = (orig["path"],) if orig else ()
+                lines: tuple[str, ...] = (orig["path"],) if orig else ()
             else:
                 lines = tuple(dict.fromkeys(loc for n in nodes for loc in user_lines_of.get(n, ())))
             numel = _numel(args, kind)

@@ -14,8 +14,9 @@ launched inside the next ``aten::X`` CPU op. GPU kernels left over ran outside t
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional
 
 STEP_MARK = "tcinspect_step_"
 _LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from tcinspect import outfile
 from tcinspect.errors import TcinspectError

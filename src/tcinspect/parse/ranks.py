@@ -3,7 +3,7 @@ under ``ranks``, and the words for how each rank ended."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from tcinspect.report import OK, RankReport, Report
 

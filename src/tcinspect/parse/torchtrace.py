@@ -20,14 +20,15 @@ import os
 import re
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Optional, Union, cast
+from typing import IO, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.events import Event
-from tcinspect.report import EventCount, Options, ParseHealth, Report, Target
+from tcinspect.report import DdpSplit, EventCount, Options, ParseHealth, Report, Target
 
 #: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX), and a rank's ("rank_N_" when a
 #: process group was up when the process first logged).
@@ -77,7 +78,7 @@ def is_log(path: Union[str, Path]) -> bool:
 def _open(path: Path) -> IO[bytes]:
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
-    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # noqa: SIM115 - the caller closes it
+    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # the caller closes it
 
 
 def _records(fh: IO[bytes], health: LogHealth) -> Iterator[tuple[bytes, bool]]:
@@ -122,12 +123,12 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     # the payload without each line's tab: record[nl + 1] is the first line's
     payload = record[nl + 2:].replace(b"\n\t", b"\n") if nl >= 0 else None
     expected = meta.get("has_payload")
-    if isinstance(expected, str):
-        if payload is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected:
-            if payload is None or (last and health.cut_short):
-                health.truncated_payloads += 1
-            else:
-                health.payload_mismatches += 1
+    if isinstance(expected, str) and (payload is None
+                                      or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected):
+        if payload is None or (last and health.cut_short):
+            health.truncated_payloads += 1
+        else:
+            health.payload_mismatches += 1
     if name == "str":
         value = meta.get("str")
         if isinstance(value, list) and len(value) == 2 and isinstance(value[1], int):
@@ -239,7 +240,7 @@ def rank_logs(directory: Union[str, Path]) -> RankLogs:
 
 
 def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 0,
-               as_rank: bool = False) -> tuple[Report, tuple]:
+               as_rank: bool = False) -> tuple[Report, tuple[DdpSplit, ...]]:
     """One log's report (the same function a live capture's events go through) and its DDP splits.
 
     A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
@@ -268,7 +269,11 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
 TARGET_KIND = "torch_trace"
 
 
-def _rank_entry(args: tuple[int, str]) -> tuple[int, Union[Report, TraceLogError], tuple]:
+#: one rank's log read: (rank, its report or why it cannot be read, its DDP splits)
+_RankEntry = tuple[int, Union[Report, TraceLogError], tuple[DdpSplit, ...]]
+
+
+def _rank_entry(args: tuple[int, str]) -> _RankEntry:
     """One rank's report, or why its log cannot be read (the other ranks are still read)."""
     rank, path = args
     try:
@@ -316,7 +321,7 @@ def _ranks(ranks: dict[int, Path]) -> str:
     return ranks_text(list(ranks)).split(" ", 1)[1]
 
 
-def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int, Union[Report, TraceLogError], tuple]]:
+def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[_RankEntry]:
     """Each rank's report, read in parallel by a pool of processes (in rank order)."""
     workers = min(len(entries), jobs or os.cpu_count() or 1)
     if workers <= 1:
@@ -334,7 +339,7 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[tuple[int,
         return list(pool.map(_rank_entry, entries, chunksize=1))
 
 
-def _merged(results: list[tuple[int, Union[Report, TraceLogError], tuple]], shown_as: str, ignored: int) -> Report:
+def _merged(results: list[_RankEntry], shown_as: str, ignored: int) -> Report:
     """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
     ranks (one whose log cannot be read has status ``error``)."""
     from tcinspect.parse.ranks import merge

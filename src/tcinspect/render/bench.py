@@ -5,10 +5,10 @@ Pure: never prints, never imports torch.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -72,10 +72,12 @@ def kernel_table(rows: Sequence[tuple[int, KernelTiming]], title: str, in_step: 
     flops = any(k.flops for _, k in rows)
     t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
               collapse_padding=True)
-    step_col = (("step µs", "right"),) if in_step else ()
-    for name, justify in (("#", "right"), ("kernel", "left"), ("graph", "left")) + step_col + (
-            ("alone µs" if in_step else "µs", "right"), ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right")) + \
-            ((("TFLOP/s", "right"),) if flops else ()) + (("% of roofline", "left"), ("bound", "left")):
+    step_col: tuple[tuple[str, JustifyMethod], ...] = (("step µs", "right"),) if in_step else ()
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        (("#", "right"), ("kernel", "left"), ("graph", "left")) + step_col
+        + (("alone µs" if in_step else "µs", "right"), ("share", "right"), ("bytes r/w", "right"), ("GB/s", "right"))
+        + ((("TFLOP/s", "right"),) if flops else ()) + (("% of roofline", "left"), ("bound", "left")))
+    for name, justify in columns:
         t.add_column(name, justify=justify, no_wrap=True, style={"#": "dim", "kernel": "cyan", "graph": "dim"}.get(name))
     for n, k in rows:
         graph = f"{k.compile_id} {_PART.get(k.part, k.part)}".strip()
@@ -116,7 +118,7 @@ def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "tim
         parts.extend(step_view(b.step))
     line = Text("  kernel time ", style="bold")
     line.append(f"{b.total_us:,.1f} µs summed over {len(timed)} launches")
-    bounds = {}
+    bounds: dict[str, float] = {}
     for k in timed:
         bounds[k.bound] = bounds.get(k.bound, 0.0) + k.share
     if bounds:

@@ -7,8 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.report import Report
 from tcinspect.analysis.views import distinct_breaks, fullgraph_ok, ops_per_graph
+from tcinspect.report import Report
 
 
 def summary_line(rep: Report, fullgraph: bool = False) -> Text:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from typing import Optional
-
-from tcinspect.render.parts import code_panel
-from tcinspect.render.table import ROW_LIMIT, compact_lines, kernel_table
-from tcinspect.report import Kernel, OutputCode, Report
 from tcinspect.analysis.views import fusion_summary
+from tcinspect.render.parts import code_panel
+from tcinspect.render.table import ROW_LIMIT as ROW_LIMIT  # re-exported: the CLI's default row limit
+from tcinspect.render.table import compact_lines, kernel_table
+from tcinspect.report import Kernel, OutputCode, Report
 
 
 def catalog(rep: Report, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
@@ -74,7 +75,8 @@ def wrapper(out: OutputCode) -> RenderableType:
     return code_panel(out.wrapper, f"inductor_output_code {out.compile_id} {out.part} ({out.aot_id})")
 
 
-def query(title: str, matches: list, shares: dict) -> RenderableType:
+def query(title: str, matches: list[tuple[OutputCode, int, Kernel]], shares: dict[tuple[str, str, int], float]
+          ) -> RenderableType:
     """The kernels one line or one module became (``codegen --line`` / ``--module``)."""
     t = Table(title=f"{len(matches)} kernel{'s' if len(matches) != 1 else ''} from {title}", title_justify="left",
               header_style="bold")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -13,6 +14,9 @@ from rich.text import Text
 from tcinspect.analysis import compile_time as views
 from tcinspect.parse.compiletime import GROUP_TITLES, GROUPS
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
 
 #: One colour per phase group (the HTML timeline and its legend).
 COLOURS = {
@@ -119,23 +123,23 @@ def trees(rep: Report, share: float = 0.01) -> RenderableType:
     for t in views.slowest(ct, len(ct.compiles)):
         if t.root is None:
             continue
-        floor = share * t.root.seconds
-
-        def add(node: Tree, p: Phase) -> None:
-            small = [c for c in p.children if c.seconds < floor]
-            for c in p.children:
-                if c.seconds >= floor:
-                    add(node.add(_row(c.name, c.group, c.seconds, c.self_s)), c)
-            if small:
-                node.add(Text(f"{len(small)} smaller span{'s' if len(small) > 1 else ''}  "
-                                  f"{sum(c.seconds for c in small):.3f} s", style="dim"))
-            if p.children and p.self_s >= floor:
-                node.add(Text(f"other  {p.self_s:.3f} s", style="dim"))
-
         tree = Tree(_row(f"{t.compile_id} {t.part} ({t.root.name})", t.root.group, t.root.seconds, t.root.self_s))
-        add(tree, t.root)
+        _add_phases(tree, t.root, share * t.root.seconds)
         parts.append(tree)
     return Group(*parts) if parts else Text("no phase spans in this report", style="yellow")
+
+
+def _add_phases(node: Tree, p: Phase, floor: float) -> None:
+    """``p``'s children under ``node``, each from ``floor`` seconds up as its own subtree, the rest summed."""
+    small = [c for c in p.children if c.seconds < floor]
+    for c in p.children:
+        if c.seconds >= floor:
+            _add_phases(node.add(_row(c.name, c.group, c.seconds, c.self_s)), c, floor)
+    if small:
+        node.add(Text(f"{len(small)} smaller span{'s' if len(small) > 1 else ''}  "
+                      f"{sum(c.seconds for c in small):.3f} s", style="dim"))
+    if p.children and p.self_s >= floor:
+        node.add(Text(f"other  {p.self_s:.3f} s", style="dim"))
 
 
 def _row(name: str, group: str, seconds: float, own: float) -> Text:
@@ -157,11 +161,11 @@ def _tracks(rep: Report) -> list[tuple[int, str, CompileTime]]:
     return [(0, rep.target.path or rep.target.model_name or "compile", rep.compile_time)]
 
 
-def _x(name: str, cat: str, pid: int, tid: int, ts: int, dur: int, args: dict) -> dict[str, Any]:
+def _x(name: str, cat: str, pid: int, tid: int, ts: int, dur: int, args: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def _nested(p: Phase, base_us: float, pid: int, tid: int, lo: int, hi: int, label: str, args: dict,
+def _nested(p: Phase, base_us: float, pid: int, tid: int, lo: int, hi: int, label: str, args: dict[str, Any],
             out: list[dict[str, Any]]) -> int:
     """Append a phase and its children as complete ("X") events; returns where it ends (µs).
 

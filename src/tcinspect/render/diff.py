@@ -31,12 +31,12 @@ def diff(d: Diff, a: str, b: str) -> RenderableType:
             for change, *rest in rows:
                 t.add_row(Text(change, style=_STYLE.get(change, "")), *rest)
             parts.append(t)
-    for title, rows in (("Graph breaks", d.breaks), ("Recompile reasons", d.recompiles)):
-        if rows:
+    for title, pairs in (("Graph breaks", d.breaks), ("Recompile reasons", d.recompiles)):
+        if pairs:
             t = Table(title=title, title_justify="left", header_style="bold")
             t.add_column("change")
             t.add_column("")
-            for change, text in rows:
+            for change, text in pairs:
                 t.add_row(Text(change, style=_STYLE.get(change, "")), text)
             parts.append(t)
     return Group(*parts)

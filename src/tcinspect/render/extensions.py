@@ -5,9 +5,9 @@ Pure functions of the report (no torch, no printing).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from rich.console import Group, RenderableType
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -76,13 +76,15 @@ def _err(value: float) -> str:
 def tensor_table(checks: Sequence[TensorCheck], title: str) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold")
     noise = any(c.fp64_rmse or c.eager_fp64_rmse for c in checks)
-    columns = [("tensor", "left"), ("dtype", "left"), ("shape", "left"), ("max abs err", "right"),
-               ("max rel err", "right"), ("rtol / atol", "right")]
+    columns: list[tuple[str, JustifyMethod]] = [("tensor", "left"), ("dtype", "left"), ("shape", "left"),
+                                                 ("max abs err", "right"), ("max rel err", "right"),
+                                                 ("rtol / atol", "right")]
     if noise:
         columns.append(("RMSE vs float64 compiled / eager", "right"))
-    for col, just in (*columns, ("", "left")):
+    columns.append(("", "left"))
+    for col, just in columns:
         # a parameter name is shown whole, folded onto more lines when the terminal is narrow
-        t.add_column(col, justify=just, overflow="fold" if col == "tensor" else "ellipsis",  # type: ignore[arg-type]
+        t.add_column(col, justify=just, overflow="fold" if col == "tensor" else "ellipsis",
                      min_width=16 if col == "tensor" else None)
     for c in checks:
         judged = bool(c.fp64_rmse or c.eager_fp64_rmse)

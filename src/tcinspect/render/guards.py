@@ -9,10 +9,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis.views import frames, guard_checks
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph
 from tcinspect.report import Report
-from tcinspect.analysis.views import frames, guard_checks
 
 
 def _input_name(i: int) -> str:
@@ -43,7 +43,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
         hidden = 0
         shown = []
         for kind, text, x in checks:
-            if not all_kinds and kind not in USER_GUARD_KINDS + ("dtype", "device", "attribute"):
+            if not all_kinds and kind not in (*USER_GUARD_KINDS, "dtype", "device", "attribute"):
                 hidden += 1
                 continue
             if not all_kinds and x.guard_type == "DIMENSION_DYNAMIC_MARKING_GUARD":

@@ -12,13 +12,14 @@ import hashlib
 import html
 import os
 import re
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Optional
 
 from tcinspect.analysis import views
 from tcinspect.render import svg
 from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
-from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Node, OutputCode, Report, guards_per_compile
+from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Guard, Node, OutputCode, Report, guards_per_compile
 
 #: Tables with more rows, and pictures with more nodes, start collapsed: a 10,000-node page must
 #: open at once and stay readable.
@@ -353,7 +354,7 @@ def _where(b: GraphBreak) -> str:
     return f"{b.user_frame.short()} in {b.user_frame.function}" if b.user_frame else "(unknown location)"
 
 
-def _guard_table(items: Sequence, label: str, open_: bool) -> str:
+def _guard_table(items: Sequence[Guard], label: str, open_: bool) -> str:
     rows = "".join(f"<tr><td>{_e(x.kind)}<td>{_e(x.guard_type)}<td class=name>{_e(x.source)}"
                    f"<td class=args>{_e(guard_expression(x.guard_type, x.expression))}<td>{_e(x.user_code)}"
                    for x in items)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional, TypeVar
 
 from rich.panel import Panel
 from rich.table import Table
 
 from tcinspect.report import Graph
+
+_T = TypeVar("_T")
 
 
 def _shape(dtype: str, shape: Sequence[str]) -> str:
@@ -20,7 +23,7 @@ def _clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _limited(rows: Sequence, limit: Optional[int], table: Table) -> Sequence:
+def _limited(rows: Sequence[_T], limit: Optional[int], table: Table) -> Sequence[_T]:
     """The first ``limit`` rows (all when None); the table's caption says how many were left out."""
     if limit is None or len(rows) <= limit:
         return rows

@@ -7,7 +7,8 @@ the report has no ``ranks``, so a command can call it either way.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -16,6 +17,7 @@ from rich.text import Text
 from tcinspect.analysis import divergence as rank_divergence
 from tcinspect.parse.ranks import outcome, ranks_text
 from tcinspect.render import table as single
+from tcinspect.render.parts import code_panel
 from tcinspect.report import OK, DdpSplit, Report
 
 _STATUS_STYLE = {OK: "green", "failed": "bold red", "error": "bold red", "crashed": "bold red",
@@ -58,10 +60,10 @@ def divergence(rep: Report) -> RenderableType:
                     "recompiles, kernels and DDP splits", style="bold green")
     first = rank_divergence.first_compile(divs)
     head = Text("Divergence: ", style="bold red")
-    ended = any(d.aspect == "status" for d in divs)
+    ended_differently = any(d.aspect == "status" for d in divs)
     if first:
         aspects = ", ".join(d.aspect for d in divs if d.compile_id == first)
-        head.append(("ranks ended differently, and " if ended else "ranks ") +
+        head.append(("ranks ended differently, and " if ended_differently else "ranks ") +
                     f"differ first at compile {first} ({aspects})", style="bold")
     else:
         head.append("ranks ended differently", style="bold")
@@ -100,10 +102,10 @@ def ddp_split(split: DdpSplit, code: bool = False) -> RenderableType:
     last = split.children[-1].name if split.children else ""
     parts.append(Text(f"  forward: {order} · in backward DDP all-reduces bucket 0 ({last}) first", style="dim"))
     if code:
-        parts.append(single.code_panel(split.graph.code, f"optimize_ddp_split_graph {split.compile_id}"))
+        parts.append(code_panel(split.graph.code, f"optimize_ddp_split_graph {split.compile_id}"))
         for c in split.children:
             if c.graph is not None:
-                parts.append(single.code_panel(c.graph.code, f"optimize_ddp_split_child {c.name} (bucket {c.bucket})"))
+                parts.append(code_panel(c.graph.code, f"optimize_ddp_split_child {c.name} (bucket {c.bucket})"))
     return Group(*parts)
 
 

@@ -7,11 +7,13 @@ Never imports torch.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Optional
 
 from tcinspect.errors import UsageError
 from tcinspect.report import DynamoGraph, Graph, GraphBreak, Kernel, Node, OutputCode, Report, break_identity
@@ -195,7 +197,7 @@ def pictures(rep: Report) -> list[Picture]:
     """Every Dynamo graph (with the breaks that ended it), then every Inductor post-grad graph."""
     out: list[Picture] = []
     breaks: dict[str, list[GraphBreak]] = {}
-    seen: set[tuple] = set()
+    seen: set[tuple[str, tuple[str, str, int, str]]] = set()
     for b in rep.stages.dynamo.graph_breaks:
         key = (b.compile_id, break_identity(b))
         if key not in seen:  # Dynamo may log one break twice (it restarts the analysis)
@@ -379,7 +381,7 @@ def dot_source(pics: Sequence[Picture], *, legend: bool = True, budget: int = MA
         body.append("}")
         ends.append((pic, first, brk))
     # a break ends a frame's graph; Dynamo resumes in a new frame, whose graph is the next one drawn
-    for p, ((pic, _, brk), (nxt, first, _)) in enumerate(zip(ends, ends[1:])):
+    for p, ((pic, _, brk), (nxt, first, _)) in enumerate(itertools.pairwise(ends)):
         if brk and first and nxt.stage == "dynamo" and nxt.frame != pic.frame:
             body.append(f'{brk} -> {first} [color="{BREAK_FILL}", style=dashed, label="next graph", '
                         f'fontcolor="{BREAK_FILL}", lhead="cluster_{p + 1}"];')
@@ -571,11 +573,13 @@ def stacked(pics: Sequence[Picture], budget: int = LAYERED_MAX_NODES * 4) -> str
         why = "" if limit == LAYERED_MAX_NODES else f"at most {budget:,} nodes are drawn per picture"
         text, drawn, _ = layered(pic, limit, why)
         left -= drawn
-        w, h = (float(v) for v in re.search(r'width="(\d+)" height="(\d+)"', text).groups())  # type: ignore[union-attr]
+        size = re.search(r'width="(\d+)" height="(\d+)"', text)
+        assert size is not None  # layered() always writes the picture's width and height
+        w, h = (float(v) for v in size.groups())
         drawings.append((text, w, h))
     width = max(w for _, w, _ in drawings)
     out, y = [], 0.0
-    for text, w, h in drawings:
+    for text, _, h in drawings:
         out.append(text.replace("<svg ", f'<svg x="0" y="{y:.0f}" ', 1).replace(' xmlns="http://www.w3.org/2000/svg"', ""))
         y += h + 20
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '

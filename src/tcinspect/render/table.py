@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table

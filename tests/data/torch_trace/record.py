@@ -119,7 +119,8 @@ if __name__ == "__main__":
         raw, dest, pairs = Path(sys.argv[2]), Path(sys.argv[3]), [tuple(a.split("=", 1)) for a in sys.argv[4:]]
         dest.mkdir(parents=True, exist_ok=True)
         for f in sorted(raw.glob("*.gz")):
-            text = gzip.open(f, "rt", encoding="utf-8").read()
+            with gzip.open(f, "rt", encoding="utf-8") as fh:
+                text = fh.read()
             text = _rewrite_log(text, pairs) if f.name.endswith(".log.gz") else _rewrite(text, pairs)
             with gzip.open(dest / f.name, "wt", encoding="utf-8") as fh:
                 fh.write(text)
