@@ -39,7 +39,7 @@ def raising_pass(gm):
 def breaks_lint(gm):
     for node in gm.graph.nodes:
         if node.op == "call_function":
-            node.args = (node, *node.args[1:])  # uses itself before it is defined
+            node.args = (node,) + tuple(node.args[1:])  # uses itself before it is defined
             break
     return gm
 

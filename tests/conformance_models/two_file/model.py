@@ -1,5 +1,6 @@
 """A model file whose model lives in a package beside it (mypkg/layers.py)."""
 import torch
+
 from mypkg import unused  # noqa: F401 - imported, never traced by the compile
 from mypkg.layers import Net
 
