@@ -21,12 +21,12 @@ def diff(
     debug: c.DebugOpt = False,
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
-    from tcinspect import request as sources
+    from tcinspect import request
     from tcinspect.analysis import diffing
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)
-    loaded = [sources.load(f, rank, strict) for f in (a, b)]
+    loaded = [request.load(f, rank, strict) for f in (a, b)]  # saved reports or logs, never a capture
     for one in loaded:
         if one.warning:
             c.note(f"warning: {one.warning}")
