@@ -108,7 +108,7 @@ def test_float32_rounding_passes_and_a_changed_result_fails():
     import torch
 
     from tcinspect.capturing.verify import check
-    from tcinspect.report import Options
+    from tcinspect.report import VerifyRequest
 
     # one sum of cancelling terms in two summation orders: float32 rounding, as a fused kernel makes
     g = torch.Generator().manual_seed(0)
@@ -118,9 +118,9 @@ def test_float32_rounding_passes_and_a_changed_result_fails():
     eager = terms.float().sum(dim=1)
     reordered = terms.float().view(4096, 16, 32).sum(dim=2).sum(dim=1)
     assert not torch.allclose(reordered, eager, rtol=1e-4, atol=1e-5)  # the dtype tolerances reject it
-    ok = check("grad wte.weight", reordered, eager, Options(), truth)
+    ok = check("grad wte.weight", reordered, eager, VerifyRequest(), truth)
     assert ok.ok and ok.fp64_rmse > 0 and ok.eager_fp64_rmse > 0
-    bad = check("grad wte.weight", eager * 1.001 + 1e-3, eager, Options(), truth)
+    bad = check("grad wte.weight", eager * 1.001 + 1e-3, eager, VerifyRequest(), truth)
     assert not bad.ok and "RMSE from float64 eager" in bad.message
 
 

@@ -19,7 +19,7 @@ from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, Usag
 from tcinspect.parse import assemble, provenance
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.fromevents import report_from_events
-from tcinspect.report import InputSetError, Options, Report, Target, Verification
+from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
 EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
@@ -226,7 +226,8 @@ class _Run:
         try:
             out = modelfile.no_exit(self.step, compiled, inputs)
             if index == 0 and self.reference is not None:
-                self.verification = verify.compare(self.reference, out, inputs, model, self.options)
+                self.verification = verify.compare(self.reference, out, inputs, model,
+                                                   self.options.verify_request or VerifyRequest())
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
             if not _compat.is_compiler_exception(exc):
@@ -298,7 +299,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     device = opts.device or _device_of(model, inputs)
     bench = opts.bench_request
     if bench is not None:
-        gpu_timing.check(opts, device=device)
+        gpu_timing.check(opts.compile, device=device)
     if opts.export_request is not None:  # torch.export instead of torch.compile
         from tcinspect.capturing import exporting
 
@@ -313,11 +314,11 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
             if not run.call(model, compiled, args, where, index):
                 break
         # --bench: while the compiled frames are alive, time one more call's kernels
-        measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts)
+        measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts.compile, bench)
                     if bench is not None and run.failure is None else None)
     if measured is not None and bench is not None and bench.try_mode:
         # after the recording: the other mode's compile is no part of this report
-        gpu_timing.try_mode(measured, model, inputs, run.step, opts)
+        gpu_timing.try_mode(measured, model, inputs, run.step, opts.compile, bench.try_mode)
     return roofline.attach(run.report(target, device), measured)
 
 
@@ -331,7 +332,7 @@ def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_n
     opts = options or Options()
     src = modelfile.read(path, model_name, as_script)
     if opts.bench_request is not None:  # before the file runs or anything compiles
-        gpu_timing.check(opts, script=src.is_script)
+        gpu_timing.check(opts.compile, script=src.is_script)
     if src.is_script:
         return _capture_script(src, opts, fresh, list(script_args), model_name, quiet, forced=bool(as_script))
     with _isolated(src.path, None):

@@ -27,6 +27,7 @@ from tcinspect.report import (
     SourceLocation,
     Stages,
     Target,
+    VerifyRequest,
     options_from_json,
 )
 
@@ -124,7 +125,9 @@ def _aoti(ep: Any, module: Any, inputs: tuple, mode: str, options: Options) -> A
     got_flat, want_flat = outputs.named_tensors(got), outputs.named_tensors(expected)
     if len(got_flat) != len(want_flat):
         return AotiRun(False, package.name, error=f"the package returned {len(got_flat)} tensors, eager {len(want_flat)}")
-    checks = [verify.check(n, g, w, options) for (n, g), (_, w) in zip(got_flat, want_flat)]
+    # the dtype tolerances, as verify uses them (export takes no --rtol/--atol)
+    request = VerifyRequest(options.rtol, options.atol)
+    checks = [verify.check(n, g, w, request) for (n, g), (_, w) in zip(got_flat, want_flat)]
     bad = next((c for c in checks if not c.ok), None)
     return AotiRun(bad is None, package.name, max((c.max_abs_error for c in checks), default=0.0),
                    error=f"{bad.name} differs from eager: {bad.message}" if bad else "")

@@ -40,12 +40,12 @@ from tcinspect.analysis.roofline import (
     theoretical_bandwidth,
 )
 from tcinspect.errors import DeviceError, UsageError
-from tcinspect.report import EndToEnd, Options, Peak
+from tcinspect.report import BenchRequest, CompileOptions, EndToEnd, Peak
 
 # ----------------------------------------------------------------------------- measuring (torch)
 
 
-def check(options: Options, *, script: bool = False, device: str = "") -> None:
+def check(options: CompileOptions, *, script: bool = False, device: str = "") -> None:
     """Refuse a --bench request that cannot run, before anything is compiled."""
     import torch
 
@@ -377,7 +377,8 @@ def end_to_end(model: Callable[..., Any], compiled: Callable[..., Any], inputs: 
 
 
 def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
-            step: Callable[[Callable[..., Any], tuple], Any], options: Options) -> Measured:
+            step: Callable[[Callable[..., Any], tuple], Any], options: CompileOptions,
+            bench: BenchRequest) -> Measured:
     """Time every kernel of one more compiled call (``step``), measure the peaks and the end-to-end times.
 
     Runs while the compiled frames are alive (inside the capture), after the recorded calls.
@@ -386,7 +387,7 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
 
     from tcinspect.capturing import _compat
 
-    runs = options.bench
+    runs = bench.runs
     device = torch.device(options.device or "cuda")
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
@@ -415,7 +416,7 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
 
 
 def try_mode(m: Measured, model: Callable[..., Any], inputs: tuple,
-             step: Callable[[Callable[..., Any], tuple], Any], options: Options) -> None:
+             step: Callable[[Callable[..., Any], tuple], Any], options: CompileOptions, mode: str) -> None:
     """``--try-mode``: the same model compiled with another mode, timed as the default's end to end.
 
     Runs after the recording (its compile is no part of the report); CUDA graphs (reduce-overhead)
@@ -424,15 +425,15 @@ def try_mode(m: Measured, model: Callable[..., Any], inputs: tuple,
     import torch
 
     try:
-        other = torch.compile(model, mode=options.try_mode)
+        other = torch.compile(model, mode=mode)
         for _ in range(TRY_MODE_WARMUP):
             step(other, inputs)
         torch.cuda.synchronize()
-        m.end_to_end += [replace(e, what=f"{e.what}, mode={options.try_mode}")
+        m.end_to_end += [replace(e, what=f"{e.what}, mode={mode}")
                          for e in end_to_end(model, other, inputs, step, m.runs, options.backward)]
     except Exception as exc:  # noqa: BLE001 - the mode failing is a finding, not a crash
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        m.notes.append(f"--try-mode {options.try_mode}: compiling or running it raised {type(exc).__name__}: {first}")
+        m.notes.append(f"--try-mode {mode}: compiling or running it raised {type(exc).__name__}: {first}")
 
 
 TRY_MODE_WARMUP = 5

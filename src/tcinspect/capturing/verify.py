@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from tcinspect.capturing import outputs
 from tcinspect.errors import UsageError
-from tcinspect.report import Options, TensorCheck, Verification
+from tcinspect.report import TensorCheck, Verification, VerifyRequest
 
 #: (rtol, atol) by dtype: torch.testing's defaults, loosened where a compiler may legitimately
 #: reorder floating-point arithmetic (fused kernels, other reduction orders).
@@ -45,10 +45,10 @@ class Reference:
     fp64: dict[str, Any] = field(default_factory=dict)
 
 
-def tolerance(dtype: Any, options: Options) -> tuple[float, float]:
+def tolerance(dtype: Any, request: VerifyRequest) -> tuple[float, float]:
     name = str(dtype).replace("torch.", "")
     rtol, atol = TOLERANCES.get(name, (0.0, 0.0))  # integers and booleans compare exactly
-    return (options.rtol if options.rtol is not None else rtol, options.atol if options.atol is not None else atol)
+    return (request.rtol if request.rtol is not None else rtol, request.atol if request.atol is not None else atol)
 
 
 def _clone(value: Any) -> Any:
@@ -150,11 +150,11 @@ def noise_multiplier(dtype: Any, numel: int) -> float:
     return 3.0 if str(dtype).endswith(("float16", "bfloat16")) or numel < 1000 else 2.0
 
 
-def check(name: str, actual: Any, expected: Any, options: Options, truth: Any = None) -> TensorCheck:
+def check(name: str, actual: Any, expected: Any, request: VerifyRequest, truth: Any = None) -> TensorCheck:
     """One tensor against its eager twin: largest errors and the verdict (``truth``: its float64 twin)."""
     import torch
 
-    rtol, atol = tolerance(expected.dtype, options)
+    rtol, atol = tolerance(expected.dtype, request)
     shape = tuple(int(s) for s in expected.shape)
     dtype = str(expected.dtype).replace("torch.", "")
     a, b = actual.detach().cpu(), expected.detach().cpu()
@@ -177,7 +177,7 @@ def check(name: str, actual: Any, expected: Any, options: Options, truth: Any = 
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         detail = next((ln for ln in lines if ln.startswith("Mismatched elements")), lines[0] if lines else "")
     # tolerances the user gave (--rtol/--atol) decide alone
-    usable = (truth is not None and options.rtol is None and options.atol is None
+    usable = (truth is not None and request.rtol is None and request.atol is None
               and (a.is_floating_point() or a.is_complex()) and tuple(truth.shape) == tuple(a.shape))
     if not usable:
         return TensorCheck(name, dtype, shape, max_abs, max_rel, rtol, atol, False, detail)
@@ -191,12 +191,12 @@ def check(name: str, actual: Any, expected: Any, options: Options, truth: Any = 
                        fp64_rmse=compiled_err, eager_fp64_rmse=eager_err)
 
 
-def compare(ref: Reference, out: Any, inputs: tuple, model: Any, options: Options) -> Verification:
+def compare(ref: Reference, out: Any, inputs: tuple, model: Any, request: VerifyRequest) -> Verification:
     """Compiled outputs and gradients against the eager reference (and its float64 twin)."""
     flat = outputs.named_tensors(out)
     if outputs.structure(out) != ref.structure:
         return Verification(False, error=f"compiled returned {outputs.structure(out)}, eager {ref.structure}")
-    checks = [check(name, t, expected, options, ref.fp64.get(name))
+    checks = [check(name, t, expected, request, ref.fp64.get(name))
               for (name, t), (_, expected) in zip(flat, ref.outputs)]
     grads = _grads(model, inputs)
     for name, expected in ref.grads.items():
@@ -204,7 +204,7 @@ def compare(ref: Reference, out: Any, inputs: tuple, model: Any, options: Option
             checks.append(TensorCheck(name, str(expected.dtype).replace("torch.", ""), tuple(expected.shape),
                                       0.0, 0.0, 0.0, 0.0, False, "eager has a gradient, compiled none"))
         else:
-            checks.append(check(name, grads[name], expected, options, ref.fp64.get(name)))
+            checks.append(check(name, grads[name], expected, request, ref.fp64.get(name)))
     for name in grads.keys() - ref.grads.keys():
         g = grads[name]
         checks.append(TensorCheck(name, str(g.dtype).replace("torch.", ""), tuple(g.shape), 0.0, 0.0,
