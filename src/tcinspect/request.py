@@ -153,7 +153,8 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
         if rank is not None:
             resolved = Obtained(_one_rank(resolved.report, rank, file or ""), resolved.note)
     parse = resolved.report.parse
-    if strict and parse is not None and parse.damaged:
+    # a run that failed ends with its failure (shown with the report), as it did before --strict looked
+    if strict and parse is not None and parse.damaged and resolved.report.failure is None:
         from tcinspect.analysis.views import parse_warning
 
         raise TraceLogError(f"{file}: {parse_warning(resolved.report)}", "--strict fails on anything the parser "
