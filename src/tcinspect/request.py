@@ -258,7 +258,7 @@ def _resolve(
     if nproc is not None:
         from tcinspect.capturing import launcher
 
-        # raises, with the merged report, when a rank failed
+        # the merged report; a rank's failure is in its `failure` (analysis.divergence.rank_failure)
         report = launcher.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
                                      inputs_name=inputs_name, options=options, fresh=fresh,
                                      script_args=script_args, quiet=quiet, timeout=timeout, as_script=as_script)

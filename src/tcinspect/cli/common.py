@@ -72,7 +72,7 @@ RankOpt = Annotated[Optional[int], typer.Option(
     show_default=False, metavar="N", min=0)]
 StrictOpt = Annotated[bool, typer.Option(
     "--strict", help="Exit 2 when a TORCH_TRACE log (or any report) has lines, payloads or events tcinspect did "
-                     "not understand, instead of a warning.")]
+                     "not understand, instead of a warning (a failed run still ends with its failure's code).")]
 
 err_console = Console(stderr=True, highlight=False)
 
