@@ -12,11 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.views import parse_warning
+from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
+from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -60,6 +62,9 @@ def summary(rep: Report) -> RenderableType:
     table.add_row("kernels", str(s.kernels), "launched by Inductor's wrappers")
     table.add_row("compile time", f"{s.compile_time_s:.2f} s", _stage_times(rep))
     table.add_row("FX graph cache", f"{s.cache_hits} hit / {s.cache_misses} miss", "")
+    if rep.cudagraphs is not None:
+        table.add_row("CUDA graphs", str(sum(1 for g in rep.cudagraphs.graphs if g.status == "recorded")),
+                      cudagraph_summary(rep.cudagraphs))
     stages = Table(show_header=False, box=None, padding=(0, 2))
     stages.add_column(style="bold")
     stages.add_column()
@@ -267,8 +272,11 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
+        "cudagraphs": lambda: cudagraphs_view(rep),
     }
     for s in chosen:
+        if s == "cudagraphs" and rep.cudagraphs is None and stages is None:
+            continue  # off: said only when asked for
         parts.append(Text(""))
         parts.append(builders[s]())
         if s == "aot" and rep.passes:
