@@ -147,3 +147,24 @@ def test_config_budget_is_read():
     assert limits.cudagraph_skips == 0
     with pytest.raises(Exception, match="max_cudagraph_skips must be a whole number"):
         checks.parse_limits({"max_cudagraph_skips": -1}, "pyproject.toml")
+
+
+def _with_step(rep, verdict="launch-bound"):
+    from tcinspect.report import KernelBench, StepProfile
+
+    step = StepProfile(steps=10, method="profiler", wall_us=100.0, gpu_busy_us=5.0, gpu_busy_pct=5.0, launches=20,
+                       cpu_between_launches_us=40.0, in_graph_us=5.0, outside_us=0.0, outside_kernels=0,
+                       verdict=verdict, evidence="idle", suggestion="reduce-overhead")
+    return rep.replace(bench=KernelBench(device_name="H100", runs=10, method="events", step=step))
+
+
+def test_bench_verdict_names_the_skipped_graphs():
+    from tcinspect.render.bench import cudagraph_advice
+
+    skipped, _, _ = _report("mutated_input")
+    advice = cudagraph_advice(_with_step(skipped))
+    assert advice.startswith("on, but torch ran 1 graph without them: 0/0 forward: mutated inputs (1 instances)")
+    recorded, _, _ = _report("dynamic_sizes")
+    assert cudagraph_advice(_with_step(recorded)).startswith("on: 6 recordings, every graph recorded")
+    assert cudagraph_advice(_with_step(recorded, "GPU-bound")) == ""
+    assert cudagraph_advice(skipped) == ""  # no --bench step
