@@ -224,6 +224,8 @@ class OutputCode:
     kernels: tuple[Kernel, ...] = ()
     post_grad_graph: Optional[Graph] = None  # inductor_post_grad_graph
     cache: str = ""  # fx graph cache: hit | miss | bypass | ""
+    #: inductor_collective_schedule: the collectives in the order Inductor scheduled them (op names), when any
+    collective_schedule: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ PARSED = frozenset({
     "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
     # parse/cudagraphs.py: runtime_cudagraphify_time_us
     "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
+    "inductor_collective_schedule",  # assemble.py: OutputCode.collective_schedule
 })
 
 #: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
@@ -70,7 +71,7 @@ KNOWN_UNREAD = frozenset({
     "fx_net_acc_splitter_finder_events", "get_extra_remote_code_state", "graph_dump", "graph_execution",
     "guard_added", "guard_added_fast", "guard_on_data_dependent_error", "inductor_aot_header_code",
     "inductor_aot_kernel_code", "inductor_aot_wrapper_code", "inductor_autotune_at_compile_time_code",
-    "inductor_collective_schedule", "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
+    "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
     "inductor_overlap_cyclic_extra_deps", "inductor_runtime_and_tensor_meta", "inductor_spmd_graph_mismatch",
     "invoke_subgraph_backward_duplicate", "link", "make_fx_fail_partial", "min_cut_failed_edge_list",
     "min_cut_failed_fx_graph", "min_cut_failed_svg", "min_cut_information", "mismatched_fake_kernel",

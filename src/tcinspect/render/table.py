@@ -11,14 +11,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis.collectives import of_stages
 from tcinspect.analysis.views import parse_warning
+from tcinspect.render.collectives import collectives as collectives_view
 from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
 from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -273,10 +275,12 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
         "cudagraphs": lambda: cudagraphs_view(rep),
+        "collectives": lambda: collectives_view(rep),
     }
     for s in chosen:
-        if s == "cudagraphs" and rep.cudagraphs is None and stages is None:
-            continue  # off: said only when asked for
+        if stages is None and ((s == "cudagraphs" and rep.cudagraphs is None)
+                               or (s == "collectives" and not of_stages(rep.stages))):
+            continue  # nothing to say: said only when asked for
         parts.append(Text(""))
         parts.append(builders[s]())
         if s == "aot" and rep.passes:
