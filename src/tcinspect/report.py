@@ -224,6 +224,8 @@ class OutputCode:
     kernels: tuple[Kernel, ...] = ()
     post_grad_graph: Optional[Graph] = None  # inductor_post_grad_graph
     cache: str = ""  # fx graph cache: hit | miss | bypass | ""
+    #: inductor_collective_schedule: the collectives in the order Inductor scheduled them (op names), when any
+    collective_schedule: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -519,6 +521,55 @@ class ParseHealth:
                     or self.payload_mismatches or self.truncated_payloads)
 
 
+@dataclass(frozen=True)
+class CudaGraphRecording:
+    """One CUDA graph recording of a compiled graph (torch's ``CUDAGraphNode.record`` span)."""
+
+    #: the model call during which it was recorded (0: example_inputs, k: input_sets[k - 1]); -1 unknown
+    call: int
+    record_time_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class CudaGraphUse:
+    """What CUDA graphs did with one compiled graph (forward, backward or inference) of one compile."""
+
+    compile_id: str
+    part: str  # forward, backward or inference ("" when torch's record names no graph)
+    #: recorded: captured as a CUDA graph (at least once) · skipped: torch decided not to (``reason``) ·
+    #: not recorded: neither a recording nor a skip was logged (e.g. it only ran its warm-up call)
+    status: str
+    reason: str = ""  # torch's skip message, without "skipping cudagraphs due to"
+    user_lines: tuple[str, ...] = ()  # "file:line" from the stack torch attached to the skip ("Found from")
+    recordings: tuple[CudaGraphRecording, ...] = ()
+    #: torch's runtime_cudagraphify_time_us for this graph (compilation_metrics_runtime), summed
+    cudagraphify_time_s: float = 0.0
+
+    @property
+    def rerecordings(self) -> int:
+        return max(0, len(self.recordings) - 1)
+
+
+@dataclass(frozen=True)
+class CudaGraphs:
+    """CUDA graphs under ``mode="reduce-overhead"`` (or another mode that turns them on)."""
+
+    graphs: tuple[CudaGraphUse, ...] = ()
+    #: skip messages torch logged (cudagraph_utils.log_cudagraph_skip_and_bump_counter): its
+    #: ``counters["inductor"]["cudagraph_skips"]`` on a CUDA device
+    skips: int = 0
+    #: what the source could not hold or the run could not show, said plainly (empty when nothing)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def recordings(self) -> int:
+        return sum(len(g.recordings) for g in self.graphs)
+
+    @property
+    def rerecordings(self) -> int:
+        return sum(g.rerecordings for g in self.graphs)
+
+
 #: Failure.kind: why a report is not ok, which decides the exit code (errors.exit_code_for).
 #: stage: a compiler stage failed · user_target: a --backend or --pass the user gave failed · crashed: the
 #: capture (or a rank) crashed, hung past --timeout or never started · rank_error: a rank's own bad input
@@ -567,6 +618,8 @@ class Report:
     #: Set when the run failed (``error`` is set): what kind of failure, for the exit code. None for a report
     #: saved before failures were typed.
     failure: Optional[Failure] = None
+    #: CUDA graphs (``--mode reduce-overhead``): what was captured, skipped and re-recorded; None when off.
+    cudagraphs: Optional[CudaGraphs] = None
 
     @property
     def summary(self) -> Summary:

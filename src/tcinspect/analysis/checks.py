@@ -39,12 +39,31 @@ class Limits:
     kernels: Optional[int] = None
     #: seconds of compile time, forward and backward (``--max-compile-time``)
     compile_time_s: Optional[float] = None
+    #: CUDA graphs (``--max-cudagraph-skips``, ``--max-cudagraph-recordings``)
+    cudagraph_skips: Optional[int] = None
+    cudagraph_recordings: Optional[int] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
 
     def any(self) -> bool:
-        return bool(self.items()) or self.compile_time_s is not None
+        return bool(self.items()) or self.compile_time_s is not None or any(
+            getattr(self, m) is not None for m in SECTION_METRICS)
+
+
+def _cudagraphs(rep: Report, what: str) -> Optional[int]:
+    cg = rep.cudagraphs
+    if cg is None:
+        return None
+    return cg.skips if what == "skips" else cg.recordings
+
+
+#: Counts of an optional report section a budget or a baseline can limit: None when the run has no such
+#: section (e.g. CUDA graphs were off), which no budget judges.
+SECTION_METRICS: dict[str, Any] = {
+    "cudagraph_skips": lambda rep: _cudagraphs(rep, "skips"),
+    "cudagraph_recordings": lambda rep: _cudagraphs(rep, "recordings"),
+}
 
 
 @dataclass(frozen=True)
@@ -101,7 +120,26 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         out.append(Finding(model, "compile_time", status, f"compile time {took:.2f} s "
                            f"{'>' if status == 'fail' else '<='} max {limits.compile_time_s:g} s",
                            rep.target.path if status == "fail" else ""))
+    for name, read in SECTION_METRICS.items():
+        limit = getattr(limits, name)
+        if limit is None:
+            continue
+        value = read(rep)
+        if value is None:
+            out.append(Finding(model, name, "ok", f"{name}: not in this run (CUDA graphs off), max {limit}"))
+        elif value > limit:
+            out.append(Finding(model, name, "fail", f"{name} {value} > max {limit}{_cudagraph_why(rep)}",
+                               rep.target.path))
+        else:
+            out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
     return out
+
+
+def _cudagraph_why(rep: Report) -> str:
+    """The skips torch gave, for a failing CUDA graph budget's message."""
+    cg = rep.cudagraphs
+    skipped = [g for g in cg.graphs if g.status == "skipped"] if cg is not None else []
+    return "".join(f"; {g.compile_id} {g.part} skipped: {g.reason}" for g in skipped)
 
 
 # ----------------------------------------------------------------------------- baselines
@@ -117,6 +155,10 @@ def snapshot(rep: Report, compile_time: bool = False) -> dict[str, Any]:
     entry["recompile_reasons"] = reasons
     if compile_time:
         entry["compile_time_s"] = round(rep.summary.compile_time_s, 3)
+    for name, read in SECTION_METRICS.items():
+        value = read(rep)
+        if value is not None:
+            entry[name] = value
     return entry
 
 
@@ -206,6 +248,17 @@ def compare(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
     for key in sorted(known - set(current), key=lambda k: (k.function, k.code)):
         out.append(Finding(model, "fixed graph break", "improved",
                            f"graph break fixed: {key.type} in {key.function} — `{key.code}`"))
+    for name, read in SECTION_METRICS.items():
+        now_value, before_value = read(rep), base.get(name)
+        if now_value is None or isinstance(before_value, bool) or not isinstance(before_value, int):
+            continue  # recorded on one side only: nothing to compare
+        if now_value > before_value:
+            out.append(Finding(model, name, "fail", f"{name} {now_value} > baseline {before_value}{_cudagraph_why(rep)}",
+                               rep.target.path))
+        elif now_value < before_value:
+            out.append(Finding(model, name, "improved", f"{name} {now_value} < baseline {before_value}"))
+        else:
+            out.append(Finding(model, name, "ok", f"{name} {now_value} = baseline"))
     old_reasons = set(base.get("recompile_reasons", []) or [])
     for reason in sorted({r for rc in rep.stages.dynamo.recompiles for r in rc.reasons} - old_reasons):
         out.append(Finding(model, "new recompile reason", "fail", f"new recompile reason: {reason}", rep.target.path))
@@ -216,6 +269,13 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     """Limits from a config mapping (``max_graph_breaks = 0`` ...), checked."""
     kwargs = {}
     for m in METRICS:
+        key = f"max_{m}"
+        if key in values:
+            v = values[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise UsageError(f"{where}: {key} must be a whole number >= 0, not {v!r}", f"fix {key} in {where}")
+            kwargs[m] = v
+    for m in SECTION_METRICS:
         key = f"max_{m}"
         if key in values:
             v = values[key]
@@ -285,7 +345,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     """Command-line limits win over per-model budgets, which win over the config's defaults."""
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
-    for m in (*METRICS, "compile_time_s"):
+    for m in (*METRICS, "compile_time_s", *SECTION_METRICS):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

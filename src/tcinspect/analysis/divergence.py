@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Optional
 
+from tcinspect.analysis import collectives
 from tcinspect.parse.ranks import ENDED, outcome, ranks_text
 from tcinspect.report import (
     OK,
@@ -96,7 +97,7 @@ def serialize_divergence(d: Divergence) -> dict[str, Any]:
 #: Aspects shown in the divergence but not failed by ``check`` (compile_ids repeats the compile aspect).
 INFORMATIONAL_ASPECTS = ("cache", "compile_ids")
 #: The aspect that best says why ranks differ at a compile, most telling first (the rest follow from it).
-TELLING_ASPECTS = ("graph_breaks", "recompiles", "compile", "graph", "ddp_split", "guards", "kernels")
+TELLING_ASPECTS = ("graph_breaks", "recompiles", "compile", "collectives", "graph", "ddp_split", "guards", "kernels")
 
 
 def break_line(ranks: Sequence[RankReport], cid: str) -> tuple[str, int]:
@@ -152,6 +153,7 @@ def divergences(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
     d = _diverging("", "compile_ids", {v.rank.rank: _compile_ids(v) for v in finished})
     if d is not None:
         out.append(d)
+    out = [_describe_collectives(d, views) if d.aspect == "collectives" else d for d in out]
     if not any(d.aspect == "guards" for d in out):
         return tuple(out)
     return tuple(_describe_guards(d, views) if d.aspect == "guards" else d for d in out)
@@ -279,9 +281,32 @@ def _ddp(v: _RankView, cid: str) -> tuple[Any, str]:
         f"{c.name} {len(c.parameters)} params" for c in s.children))
 
 
+def _collectives(v: _RankView, cid: str) -> tuple[Any, str]:
+    cols = collectives.of_stages(v.rank.stages, cid)
+    if not cols:
+        return (), "no collective"
+    return tuple(c.key for c in cols), _clip(f"{len(cols)} collectives: " + ", ".join(c.text() for c in cols))
+
+
+def _describe_collectives(d: Divergence, views: Sequence[_RankView]) -> Divergence:
+    """Each group as its first collective that differs from the others': order, kind, group, size."""
+    lists = {v.rank.rank: collectives.of_stages(v.rank.stages, d.compile_id) for v in views}
+    groups = [lists[g.ranks[0]] for g in d.groups if g.ranks[0] in lists]
+    first = next((i for i in range(max(len(x) for x in groups))
+                  if len({x[i].key if i < len(x) else None for x in groups}) > 1), 0)
+
+    def text(cols: list[collectives.Collective]) -> str:
+        if first >= len(cols):
+            return f"no collective {first + 1} (runs {len(cols)})"
+        c = cols[first]
+        return _clip(f"collective {first + 1} of {len(cols)}: {c.part} {c.text()} (node {c.node})")
+
+    return replace(d, groups=tuple(replace(g, value=text(lists[g.ranks[0]])) for g in d.groups))
+
+
 _ASPECTS: tuple[tuple[str, Callable[[_RankView, str], tuple[Any, str]]], ...] = (
     ("graph", _graph), ("graph_breaks", _breaks), ("guards", _guards), ("recompiles", _recompiles),
-    ("kernels", _kernels), ("ddp_split", _ddp),
+    ("kernels", _kernels), ("ddp_split", _ddp), ("collectives", _collectives),
 )
 
 
@@ -324,8 +349,29 @@ def rank_values(rep: Report) -> list[tuple[RankReport, dict[str, Any]]]:
         out.append((r, {"graphs": s.graphs, "graph_breaks": s.graph_breaks, "recompiles": s.recompiles,
                         "guards": s.guards, "kernels": s.kernels,
                         "ddp_buckets": sum(len(x.children) for x in r.ddp_splits),
+                        "collectives": len(collectives.of_stages(r.stages)),
                         "compile_time_s": s.compile_time_s}))
     return out
+
+
+#: A rank's compile time is called out when it is this many times the others' median, and at least SPREAD_S longer.
+SPREAD_RATIO, SPREAD_S = 1.5, 1.0
+
+
+def compile_spread(rep: Report) -> str:
+    """The rank that compiled longest, when it kept the others waiting: "" when ranks took alike.
+
+    Ranks meet at their first collective, so the others wait for the slowest compile."""
+    times = {r.rank: r.summary.compile_time_s for r in rep.ranks}
+    if len(times) < 2:
+        return ""
+    slow = max(times, key=lambda k: times[k])
+    others = sorted(v for k, v in times.items() if k != slow)
+    median = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1] + others[len(others) // 2]) / 2
+    if times[slow] < SPREAD_RATIO * median or times[slow] - median < SPREAD_S:
+        return ""
+    return (f"rank {slow} compiled for {times[slow]:.1f} s while the other ranks took a median {median:.1f} s: "
+            "they wait for it at their first collective")
 
 
 def breaks_key(rep: Report) -> Any:

@@ -556,3 +556,76 @@ def inductor_cache_dir() -> str:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     return str(cache_dir())
+
+
+#: The loggers torch's CUDA graph skips go to: the ``cudagraphs`` artifact of _inductor/cudagraph_utils.py
+#: (log_cudagraph_skip_and_bump_counter, 2.11-2.15) and of _inductor/cudagraph_trees.py. Not off by default,
+#: so a skip's WARNING reaches them with no logging setting changed.
+CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
+
+
+class _CudagraphSkips(logging.Handler):
+    def __init__(self, on_skip: Callable[[str, str, str], None]) -> None:
+        super().__init__(level=logging.WARNING)
+        self.on_skip = on_skip
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record torch formats badly is not tcinspect's to raise
+            return
+        if message.startswith("skipping cudagraph"):
+            compile_id, part = _cudagraph_owner(sys._getframe(1))
+            self.on_skip(message, compile_id, part)
+
+
+def _cudagraph_owner(frame: Optional[FrameType]) -> tuple[str, str]:
+    """The compile id and graph (forward/backward/inference, or "") a skip being logged belongs to.
+
+    At run time (check_for_mutation, the re-record limit) the caller is a method of
+    cudagraph_trees.CUDAGraphTreeManager, which sets ``self.compile_id`` in ``run`` and keeps each function's
+    CompilationMode in ``id_to_mode`` (2.11 and 2.13). While compiling (output_code.post_compile and
+    cudagraph_post_compile) the compile id is the current CompileContext's and the graph's side is the local
+    ``is_backward`` of the frame that decided it.
+    """
+    compile_id, part = "", ""
+    while frame is not None:
+        local = frame.f_locals
+        manager = local.get("self")
+        if manager is not None and hasattr(manager, "id_to_mode") and hasattr(manager, "compile_id"):
+            compile_id = str(manager.compile_id or "")
+            fid = local.get("function_id")
+            mode = manager.id_to_mode.get(fid) if fid is not None else None
+            part = str(getattr(mode, "name", "")).lower()
+            break
+        if not part and isinstance(local.get("is_backward"), bool):
+            part = "backward" if local["is_backward"] else "forward"
+        frame = frame.f_back
+    if not compile_id:
+        try:
+            from torch._guards import CompileContext
+
+            compile_id = str(CompileContext.current_compile_id() or "")
+        except Exception:  # noqa: BLE001 - no compile id is an answer ("")
+            compile_id = ""
+    return ("" if compile_id == "None" else compile_id), part
+
+
+@contextlib.contextmanager
+def cudagraph_skip_log(on_skip: Callable[[str, str, str], None]) -> Iterator[None]:
+    """Call ``on_skip(message, compile_id, part)`` for every CUDA graph skip torch logs for the duration."""
+    handler = _CudagraphSkips(on_skip)
+    loggers = [logging.getLogger(name) for name in CUDAGRAPH_LOGGERS]
+    for lg in loggers:
+        lg.addHandler(handler)
+    try:
+        yield
+    finally:
+        for lg in loggers:
+            lg.removeHandler(handler)
+
+
+def cudagraph_step_begin() -> None:
+    """Mark a new step for CUDA graph trees, as torch's docs ask of a loop that calls a reduce-overhead model
+    (its outputs of the last step may be overwritten); torch.compiler.cudagraph_mark_step_begin, 2.11-2.15."""
+    torch.compiler.cudagraph_mark_step_begin()

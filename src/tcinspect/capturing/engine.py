@@ -16,13 +16,15 @@ from typing import Any, Optional
 from tcinspect.analysis import roofline
 from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
-from tcinspect.parse import assemble, provenance
+from tcinspect.parse import assemble, cudagraphs, provenance
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
 EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
+#: Calls made of each input set under a CUDA-graph mode on a GPU: a warm-up, a recording, a replay.
+CUDAGRAPH_CALLS = 3
 
 
 class Recorder(logging.Handler):
@@ -75,6 +77,15 @@ class Recorder(logging.Handler):
         if record:
             self._add(replace(after, name=provenance.OWN, meta={"name": provenance.OWN, "encoding": "json"},
                               payload=json.dumps(record)))
+
+    def cudagraph_skip(self, message: str, compile_id: str, part: str) -> None:
+        """Log on the trace a CUDA graph skip torch logged only on its cudagraphs log (parse/cudagraphs.py)."""
+        frame, _, attempt = compile_id.partition("/")
+        self._add(ev_mod.Event(
+            name=cudagraphs.SKIP_ARTIFACT, frame_id=int(frame) if frame.isdigit() else None,
+            frame_compile_id=int(attempt) if attempt.isdigit() else None,
+            meta={"name": cudagraphs.SKIP_ARTIFACT, "encoding": "json"},
+            payload=json.dumps(cudagraphs.skip_record(message, compile_id, part)), call=self.call))
 
     def close(self) -> None:
         if self._stream is not None:
@@ -177,6 +188,8 @@ class _Run:
         self.side_table: assemble.SideTable = ({}, {})
         self.verification: Optional[Verification] = None
         self.reference: Optional[verify.Reference] = None  # eager outputs and gradients (verify)
+        #: under a CUDA-graph mode on a GPU: each call starts a step (torch.compiler.cudagraph_mark_step_begin)
+        self.cudagraph_steps = False
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
@@ -189,6 +202,7 @@ class _Run:
                 stack.enter_context(_compat.quiet_torch_logs())
             stack.enter_context(_compat.provenance_tracking())
             stack.enter_context(_compat.trace_handler(self.recorder))
+            stack.enter_context(_compat.cudagraph_skip_log(self.recorder.cudagraph_skip))
             try:
                 yield
             finally:
@@ -207,6 +221,13 @@ class _Run:
 
     def step(self, fn: Callable[..., Any], inputs: tuple) -> Any:
         """Call ``fn`` (compiled or eager) and, when asked and possible, run backward; its outputs."""
+        if self.cudagraph_steps:
+            # a training loop under CUDA graphs starts each step and clears the gradients (zero_grad): a
+            # gradient left from the last step would be a CUDA graph output the next replay overwrites
+            _compat.cudagraph_step_begin()
+            params = getattr(fn, "parameters", None)
+            for p in (params() if callable(params) else ()):
+                p.grad = None
         out = fn(*inputs)
         if self.options.backward:
             loss = outputs.scalar_loss(out)
@@ -225,7 +246,7 @@ class _Run:
         self.calls += 1
         try:
             out = modelfile.no_exit(self.step, compiled, inputs)
-            if index == 0 and self.reference is not None:
+            if index == 0 and self.verification is None and self.reference is not None:
                 self.verification = verify.compare(self.reference, out, inputs, model,
                                                    self.options.verify_request or VerifyRequest())
             return True
@@ -308,10 +329,14 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     run.recorder.module_names = _compat.module_names(model)
     if opts.verify_request is not None:
         run.reference = verify.reference(model, inputs, run.step, where)
+    run.cudagraph_steps = opts.mode in cudagraphs.CUDAGRAPH_MODES and device.startswith("cuda")
+    # CUDA graph trees warm a function up on its first call and record it on the next: under a CUDA-graph
+    # mode each call is made CUDAGRAPH_CALLS times in a row, as a loop over these inputs would make it
+    repeat = CUDAGRAPH_CALLS if run.cudagraph_steps else 1
     with run.recording():
         compiled = _compat.compile_fn(model, **run.compile_kwargs())
         for index, args in enumerate([inputs, *sets]):
-            if not run.call(model, compiled, args, where, index):
+            if not all(run.call(model, compiled, args, where, index) for _ in range(repeat)):
                 break
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts.compile, bench)

@@ -24,6 +24,9 @@ MaxKernels = Annotated[Optional[int], _max("--max-kernels", "kernels")]
 MaxCompileTime = Annotated[Optional[float], typer.Option(
     "--max-compile-time", help="Fail when compile time (forward and backward, seconds) exceeds this.",
     show_default=False, min=0, metavar="S")]
+MaxCudagraphSkips = Annotated[Optional[int], _max("--max-cudagraph-skips", "CUDA graph skips torch logged (--mode reduce-overhead)")]
+MaxCudagraphRecordings = Annotated[Optional[int], _max(
+    "--max-cudagraph-recordings", "CUDA graph recordings, re-recordings included (--mode reduce-overhead)")]
 CompileTimeTolerance = Annotated[Optional[float], typer.Option(
     "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
                                      "the baseline's (relative, per model); with --update: record compile time.",
@@ -40,6 +43,8 @@ def check(
     max_kernels: MaxKernels = None,
     max_compile_time: MaxCompileTime = None,
     compile_time_tolerance: CompileTimeTolerance = None,
+    max_cudagraph_skips: MaxCudagraphSkips = None,
+    max_cudagraph_recordings: MaxCudagraphRecordings = None,
     baseline: Annotated[Optional[Path], typer.Option(
         "--baseline", help="Compare against this snapshot (default: `baseline` in [tool.tcinspect]).",
         show_default=False)] = None,
@@ -51,6 +56,7 @@ def check(
     inputs: c.InputsOpt = "example_inputs",
     device: c.DeviceOpt = "",
     backend: c.BackendOpt = "inductor",
+    mode: c.ModeOpt = "",
     dynamic: c.DynamicOpt = "",
     no_backward: c.NoBackwardOpt = False,
     fresh: c.FreshOpt = False,
@@ -75,7 +81,8 @@ def check(
     baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
-    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
+    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
+                               cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(
@@ -83,7 +90,7 @@ def check(
         raise UsageError("nothing to check: no --max-* budget and no baseline",
                          "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
     base = checks.load_baseline(baseline_path) if baseline_path is not None and not update else None
-    opts = c.options(backend, "", False, dynamic, no_backward, device)
+    opts = c.options(backend, mode, False, dynamic, no_backward, device)
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -173,6 +174,18 @@ def _reanchor(graph: Graph, anchors: Optional[Graph]) -> Graph:
 
 
 _PROVENANCE_EVENTS = (provenance.NODE_MAPPINGS, provenance.STACK_TRACES, provenance.OWN)
+#: torch._inductor.debug.log_collective_schedule: a JSON list of each collective's op name (None for one it
+#: cannot name), logged only for a graph with collectives
+COLLECTIVE_SCHEDULE = "inductor_collective_schedule"
+
+
+def collective_schedule(payload: str) -> tuple[str, ...]:
+    """The op names of an inductor_collective_schedule payload ("?" for one torch could not name)."""
+    try:
+        items = json.loads(payload)
+    except ValueError:
+        return ()
+    return tuple(str(x) if x is not None else "?" for x in items) if isinstance(items, list) else ()
 
 
 def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -> list[OutputCode]:
@@ -181,7 +194,9 @@ def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -
     post_grad: Optional[Graph] = None
     caches = [e.name.rsplit("_", 1)[-1] for e in events if e.name.startswith("fx_graph_cache_")]
     for e in events:
-        if e.name == "inductor_post_grad_graph":
+        if e.name == COLLECTIVE_SCHEDULE and outputs:  # logged after the output code it describes (compile_fx.py)
+            outputs[-1] = replace(outputs[-1], collective_schedule=collective_schedule(e.payload))
+        elif e.name == "inductor_post_grad_graph":
             post_grad = _reanchor(parse_graph("inductor_post_grad_graph", _clean(e.payload)), anchors)
         elif e.name == "inductor_output_code":
             wrapper = _clean(e.payload)

@@ -37,6 +37,8 @@ BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
 PASS_ARTIFACT = "tcinspect_pass"
 #: tcinspect's record of a graph's kernel provenance (parse/provenance.py: OWN)
 PROVENANCE_ARTIFACT = "tcinspect_provenance"
+#: tcinspect's record of a CUDA graph skip torch logged (parse/cudagraphs.py: SKIP_ARTIFACT)
+CUDAGRAPH_SKIP_ARTIFACT = "tcinspect_cudagraph_skip"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
 PARSED = frozenset({
@@ -44,6 +46,9 @@ PARSED = frozenset({
     "compilation_metrics", "aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
     "inductor_post_grad_graph", "inductor_output_code", "optimize_ddp_split_graph", "optimize_ddp_split_child",
     "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
+    # parse/cudagraphs.py: runtime_cudagraphify_time_us
+    "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
+    "inductor_collective_schedule",  # assemble.py: OutputCode.collective_schedule
 })
 
 #: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
@@ -56,7 +61,7 @@ KNOWN_UNREAD = frozenset({
     "aot_joint_graph_sync_decision_cross_ranks", "aot_saved_tensors_hooks_graphs", "artifact",
     "before_activation_quantization_bwd_aten_pass", "before_activation_quantization_fwd_aten_pass",
     "before_joint_graph", "before_post_grad_graph", "before_pre_grad_graph", "bwd_compilation_metrics",
-    "bwd_compilation_metrics_runtime", "compilation_metrics_runtime", "compile_worker_sidecar_death",
+    "compile_worker_sidecar_death",
     "compile_worker_status", "compiled_autograd_compile_reasons", "compiled_autograd_graph",
     "compiled_autograd_graph_pre_reordering", "compiler_collective", "create_symbol", "create_unbacked_symbol",
     "dump_file", "dynamo_cache_bypass", "dynamo_cache_entries", "dynamo_cache_exception", "dynamo_error",
@@ -66,7 +71,7 @@ KNOWN_UNREAD = frozenset({
     "fx_net_acc_splitter_finder_events", "get_extra_remote_code_state", "graph_dump", "graph_execution",
     "guard_added", "guard_added_fast", "guard_on_data_dependent_error", "inductor_aot_header_code",
     "inductor_aot_kernel_code", "inductor_aot_wrapper_code", "inductor_autotune_at_compile_time_code",
-    "inductor_collective_schedule", "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
+    "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
     "inductor_overlap_cyclic_extra_deps", "inductor_runtime_and_tensor_meta", "inductor_spmd_graph_mismatch",
     "invoke_subgraph_backward_duplicate", "link", "make_fx_fail_partial", "min_cut_failed_edge_list",
     "min_cut_failed_fx_graph", "min_cut_failed_svg", "min_cut_information", "mismatched_fake_kernel",
@@ -224,7 +229,8 @@ def read_trace(path: Union[str, Path]) -> tuple[list[Event], int]:
 def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
-            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT) or _KNOWN_PATTERN.fullmatch(name) is not None)
+            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
+                                                    CUDAGRAPH_SKIP_ARTIFACT) or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
 def parse_health(events: Iterable[Event], lines_not_understood: int = 0,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, compiletime, provenance
+from tcinspect.parse import assemble, compiletime, cudagraphs, provenance
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -51,8 +51,11 @@ def report_from_events(
     compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added.
     Report.parse counts what was not understood: unknown events, unreadable artifacts, and ``source``'s."""
     start = time.perf_counter()
+    unreadable = provenance.unreadable(events)
+    if cudagraphs.unreadable(events):
+        unreadable[cudagraphs.SKIP_ARTIFACT] = cudagraphs.unreadable(events)
     parse = parse_health(events, lines_not_understood=source.lines_not_understood,
-                         unreadable=provenance.unreadable(events), payload_mismatches=source.payload_mismatches,
+                         unreadable=unreadable, payload_mismatches=source.payload_mismatches,
                          truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
 
     def build(f: Optional[assemble.Failure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
@@ -84,6 +87,7 @@ def report_from_events(
         input_errors=tuple(input_errors),
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
         compile_time=compile_time,
+        cudagraphs=cudagraphs.build(events, options, stages, device, from_log=target.kind == "torch_trace"),
     )
 
 

@@ -116,6 +116,9 @@ def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "tim
     ]
     if b.step is not None:
         parts.extend(step_view(b.step))
+        advice = cudagraph_advice(rep)
+        if advice:
+            parts.append(Text(f"  CUDA graphs: {advice}", style="bold yellow"))
     line = Text("  kernel time ", style="bold")
     line.append(f"{b.total_us:,.1f} µs summed over {len(timed)} launches")
     bounds: dict[str, float] = {}
@@ -139,6 +142,24 @@ def view(rep: Report, rows: Sequence[tuple[int, KernelTiming]], sort: str = "tim
     for note in b.notes:
         parts.append(Text(f"  note: {note}", style="dim"))
     return Group(*parts)
+
+
+def cudagraph_advice(rep: Report) -> str:
+    """What the step's verdict must add when the run had CUDA graphs on: the graphs torch skipped and why."""
+    cg = rep.cudagraphs
+    if cg is None or rep.bench is None or rep.bench.step is None:
+        return ""
+    skipped = [g for g in cg.graphs if g.status == "skipped"]
+    if skipped:
+        return (f"on, but torch ran {len(skipped)} graph{'s' if len(skipped) != 1 else ''} without them: "
+                + "; ".join(f"{g.compile_id} {g.part}: {g.reason}" + (f" ({', '.join(g.user_lines)})" if g.user_lines
+                                                                      else "") for g in skipped)
+                + ". Remove what torch names (an in-place update of an input, a CPU tensor in the graph) and its "
+                  "launches go into the CUDA graph")
+    if rep.bench.step.verdict == "launch-bound" and cg.recordings:
+        return (f"on: {cg.recordings} recording{'s' if cg.recordings != 1 else ''}, every graph recorded; the launches "
+                "left are outside the graphs (eager code between them)")
+    return ""
 
 
 def step_view(st: StepProfile) -> list[RenderableType]:

@@ -508,6 +508,24 @@ def _compile_time(rep: Report) -> str:
             f"{compiletime.timeline(ct)}</section>")
 
 
+def _cudagraphs(rep: Report) -> str:
+    """Each compiled graph under CUDA graphs: recorded, skipped (torch's reason) or not recorded."""
+    cg = rep.cudagraphs
+    if cg is None:
+        return ""
+    from tcinspect.render.cudagraphs import summary_line
+
+    rows = "".join(
+        f"<tr><td>{_e(g.compile_id or '?')}</td><td>{_e(g.part or '?')}</td><td>{_e(g.status)}</td>"
+        f"<td>{len(g.recordings)}</td><td>{_e(', '.join(str(r.call) for r in g.recordings))}</td>"
+        f"<td>{_e(g.reason)}</td><td>{_e(', '.join(g.user_lines))}</td></tr>" for g in cg.graphs)
+    table = ("<table><thead><tr><th>compile</th><th>graph</th><th>status</th><th>recordings</th><th>on calls</th>"
+             f"<th>reason (torch's words)</th><th>where</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
+    notes = "".join(f'<p class="note">{_e(n)}</p>' for n in cg.notes)
+    return (f'<section id="cudagraphs"><h2>CUDA graphs</h2><p class="meta">{_e(summary_line(cg))}</p>'
+            f"{table}{notes}</section>")
+
+
 def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 
@@ -519,7 +537,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep)]
+            page.inductor(), _compile_time(rep), _cudagraphs(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."

@@ -23,14 +23,15 @@ from tcinspect.report import OK, DdpSplit, Report
 _STATUS_STYLE = {OK: "green", "failed": "bold red", "error": "bold red", "crashed": "bold red",
                  "timed_out": "bold red", "stopped": "yellow", "missing": "bold red"}
 _COLUMNS = (("graphs", "graphs"), ("graph_breaks", "breaks"), ("recompiles", "recompiles"), ("guards", "guards"),
-            ("kernels", "kernels"), ("ddp_buckets", "DDP buckets"))
+            ("kernels", "kernels"), ("ddp_buckets", "DDP buckets"), ("collectives", "collectives"))
 
 
 def ranks_table(rep: Report) -> Table:
     """One row per rank: how it ended and its counts; a count that differs from most ranks' is marked."""
     rows = rank_divergence.rank_values(rep)
     # the DDP column only where DDPOptimizer split a graph
-    columns = [(k, label) for k, label in _COLUMNS if k != "ddp_buckets" or any(v[k] for _, v in rows)]
+    columns = [(k, label) for k, label in _COLUMNS
+               if k not in ("ddp_buckets", "collectives") or any(v[k] for _, v in rows)]
     usual = {key: Counter(v[key] for _, v in rows).most_common(1)[0][0] for key, _ in columns} if rows else {}
     source = "TORCH_TRACE logs" if rep.target.kind == "torch_trace" else "torchrun"
     t = Table(title=f"Ranks · {len(rows)} ({source})", title_justify="left", header_style="bold")
@@ -129,7 +130,11 @@ def ddp_splits(rep: Report, code: bool = False) -> RenderableType:
 
 def overview(rep: Report, code: bool = False) -> RenderableType:
     """The per-rank table, the divergence section and the DDP splits (when DDPOptimizer split a graph)."""
-    parts: list[RenderableType] = [ranks_table(rep), Text(""), divergence(rep)]
+    parts: list[RenderableType] = [ranks_table(rep)]
+    spread = rank_divergence.compile_spread(rep)
+    if spread:
+        parts.append(Text(f"compile time: {spread}", style="bold yellow"))
+    parts += [Text(""), divergence(rep)]
     if any(r.ddp_splits for r in rep.ranks):
         parts += [Text(""), ddp_splits(rep, code)]
     return Group(*parts)

@@ -11,12 +11,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis.collectives import of_stages
 from tcinspect.analysis.views import parse_warning
+from tcinspect.render.collectives import collectives as collectives_view
+from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
+from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -60,6 +64,9 @@ def summary(rep: Report) -> RenderableType:
     table.add_row("kernels", str(s.kernels), "launched by Inductor's wrappers")
     table.add_row("compile time", f"{s.compile_time_s:.2f} s", _stage_times(rep))
     table.add_row("FX graph cache", f"{s.cache_hits} hit / {s.cache_misses} miss", "")
+    if rep.cudagraphs is not None:
+        table.add_row("CUDA graphs", str(sum(1 for g in rep.cudagraphs.graphs if g.status == "recorded")),
+                      cudagraph_summary(rep.cudagraphs))
     stages = Table(show_header=False, box=None, padding=(0, 2))
     stages.add_column(style="bold")
     stages.add_column()
@@ -267,8 +274,13 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
+        "cudagraphs": lambda: cudagraphs_view(rep),
+        "collectives": lambda: collectives_view(rep),
     }
     for s in chosen:
+        if stages is None and ((s == "cudagraphs" and rep.cudagraphs is None)
+                               or (s == "collectives" and not of_stages(rep.stages))):
+            continue  # nothing to say: said only when asked for
         parts.append(Text(""))
         parts.append(builders[s]())
         if s == "aot" and rep.passes:

@@ -1,0 +1,93 @@
+"""Collectives per rank and graph, and where two ranks' collectives differ: read from a real 2-rank gloo job's
+TORCH_TRACE logs (torch 2.13, sample_models/collectives_gloo.py) and checked against the collectives in the
+graphs torch handed the backend in that run (tests/data/torch_trace/record_collectives.py). Torch-free."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from tcinspect.analysis import checks, collectives, divergence
+from tcinspect.parse import torchtrace
+from tcinspect.report import Graph, Node
+
+JOB = Path(__file__).parent / "data" / "torch_trace" / "torch-2.13.0" / "collectives_gloo"
+DTYPES = {"float32": "f32"}
+
+
+@pytest.fixture(scope="module")
+def job():
+    return torchtrace.read(JOB), json.loads((JOB / "truth.json").read_text())
+
+
+def test_forward_collectives_equal_the_graphs_torch_handed_the_backend(job):
+    rep, truth = job
+    for r in rep.ranks:
+        ours = [(c.kind, c.group, c.dtype, [int(s) for s in c.shape])
+                for c in collectives.of_stages(r.stages) if c.part == "forward"]
+        theirs = [(t["op"], t["group"], DTYPES[t["dtype"]], t["shape"]) for t in truth["backend_collectives"][str(r.rank)]]
+        assert ours == theirs and ours
+
+
+def test_each_graph_follows_the_schedule_inductor_logged(job):
+    rep, _ = job
+    for r in rep.ranks:
+        for o in r.stages.inductor.outputs:
+            cols = [c for c in collectives.of_stages(r.stages) if c.part == o.part]
+            scheduled = [collectives.kind_of(op) for op in o.collective_schedule if collectives.kind_of(op)]
+            assert scheduled == [c.kind for c in cols] and cols  # every graph here has collectives
+    assert rep.ranks[1].stages.inductor.outputs[0].collective_schedule[:2] == (
+        "torch.ops._c10d_functional.all_reduce_.default", "torch.ops._c10d_functional.wait_tensor.default")
+
+
+def test_divergence_names_the_first_differing_collective(job):
+    rep, _ = job
+    d = next(d for d in divergence.divergences(rep.ranks) if d.aspect == "collectives")
+    assert d.compile_id == "0/0"
+    values = {g.ranks: g.value for g in d.groups}
+    assert values[(0,)] == "collective 3 of 4: backward reduce_scatter_tensor f32[4, 16] group 0 (node reduce_scatter_tensor)"
+    assert values[(1,)] == "collective 3 of 6: forward all_reduce f32[8, 16] group 2 (node all_reduce_1)"
+    found = checks.divergence_findings("collectives_gloo.py", rep)
+    assert any(f.status == "fail" and "collectives" in f.message for f in found)
+
+
+def test_ranks_that_agree_do_not_diverge_on_collectives(job):
+    rep, _ = job
+    same = replace(rep, ranks=(rep.ranks[0], replace(rep.ranks[0], rank=1)))
+    assert not [d for d in divergence.divergences(same.ranks) if d.aspect == "collectives"]
+
+
+def test_a_scheduled_order_other_than_the_graphs_is_followed():
+    nodes = (Node("call_function", "a", "torch.ops._c10d_functional.all_reduce.default", "(x, 'sum', '0')", "f32", ("4",)),
+             Node("call_function", "w", "torch.ops._c10d_functional.wait_tensor.default", "(a,)", "f32", ("4",)),
+             Node("call_function", "b", "torch.ops._c10d_functional.all_gather_into_tensor.default", "(x, 2, '1')",
+                  "f32", ("8",)))
+    graph = Graph("inductor_post_grad_graph", "", nodes)
+    plain = collectives._of_graph("0/0", "forward", graph)
+    assert [(c.kind, c.group, c.index) for c in plain] == [("all_reduce", "0", 1), ("all_gather_into_tensor", "1", 2)]
+    ordered = collectives._of_graph("0/0", "forward", graph, ("torch.ops._c10d_functional.all_gather_into_tensor.default",
+                                                              "torch.ops._c10d_functional.all_reduce_.default"))
+    assert [c.kind for c in ordered] == ["all_gather_into_tensor", "all_reduce"]
+
+
+def test_slow_compile_on_one_rank_is_called_out(job):
+    rep, _ = job
+    assert divergence.compile_spread(rep) == ""  # 7.6 s and 7.8 s: alike
+    r1 = rep.ranks[1]
+    slow = replace(r1, compiles=tuple(replace(c, entire_frame_compile_time_s=c.entire_frame_compile_time_s + 30)
+                                      for c in r1.compiles))
+    text = divergence.compile_spread(replace(rep, ranks=(rep.ranks[0], slow)))
+    assert text.startswith("rank 1 compiled for ") and "they wait for it at their first collective" in text
+
+
+def test_trace_shows_collectives_and_the_divergence(capsys):
+    code, out, err = cli(capsys, "trace", str(JOB), "--stage", "summary,collectives")
+    assert code == 0, err
+    assert "collectives" in out and "collective 3 of 6: forward all_reduce f32[8, 16] group 2" in out
+    assert "Collectives · 4 in the compiled graphs" in out  # rank 0's stages
+    code, out, _ = cli(capsys, "check", str(JOB), "--max-graph-breaks", "0")
+    assert code == 1 and "collectives" in out
