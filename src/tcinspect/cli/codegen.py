@@ -91,6 +91,8 @@ def codegen(
         raise UsageError("--try-mode measures a mode beside --bench's step", "add --bench")
     if try_mode is not None and try_mode not in TRY_MODES:
         raise UsageError(f"--try-mode {try_mode!r} is not a torch.compile mode", f"pass one of {', '.join(TRY_MODES)}")
+    if sort not in BENCH_SORTS:  # refused with or without --bench: a typo is never taken silently
+        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     bench_request = None
     if bench:
         opts = _bench_options(opts, sort, wrapper or save is not None)

@@ -70,7 +70,10 @@ def trace(
 
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
                    rank=rank, strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
-    c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings, pages=_pages(rep, graph or ()))
+    # with -o FILE the terminal gets the summary and where the file went (every stage is in the file), unless
+    # --stage asks for more
+    shown = ["summary"] if output is not None and stages is None else stages
+    c.emit(rep, fmt, output, lambda: ranks.trace(rep, shown, code, limit), not no_timings, pages=_pages(rep, graph or ()))
     c.exit_for(rep)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -36,6 +37,20 @@ def _escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _escape_property(text: str) -> str:
+    # a property's value also escapes the separators ':' and ',' (@actions/core's escapeProperty)
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# characters XML 1.0 cannot hold, even escaped (a terminal colour code in a model's message, say)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """``text`` with each character XML cannot hold written as ``\\xNN``, so the file always parses."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def github(outcome: Outcome) -> str:
     """GitHub Actions workflow commands: an ::error at each regression, a ::notice per improvement."""
     lines = []
@@ -46,10 +61,10 @@ def github(outcome: Outcome) -> str:
         props = []
         if f.file:
             rel = os.path.relpath(f.file) if os.path.isabs(f.file) else f.file
-            props.append(f"file={rel}")
+            props.append(f"file={_escape_property(rel)}")
             if f.line:
                 props.append(f"line={f.line}")
-        props.append(f"title=tcinspect {f.check}")
+        props.append(f"title={_escape_property(f'tcinspect {f.check}')}")
         lines.append(f"::{kind} {','.join(props)}::{_escape(f.message)}")
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -62,17 +77,18 @@ def junit(outcome: Outcome) -> str:
     for f in outcome.findings:
         # the name stays the same from run to run (CI tools track tests by name); what was measured
         # goes in the message and the properties
-        name = f.check + (f" at {os.path.basename(f.file)}:{f.line}" if f.file and f.line else "")
+        name = _xml_text(f.check + (f" at {os.path.basename(f.file)}:{f.line}" if f.file and f.line else ""))
         n = seen[(f.model, name)] = seen.get((f.model, name), 0) + 1
-        case = ET.SubElement(suite, "testcase", classname=f"tcinspect.{f.model}",
+        message = _xml_text(f.message)
+        case = ET.SubElement(suite, "testcase", classname=_xml_text(f"tcinspect.{f.model}"),
                              name=name if n == 1 else f"{name} #{n}")
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", name="status", value=f.status)
-        ET.SubElement(props, "property", name="message", value=f.message)
-        ET.SubElement(case, "system-out").text = f.message
+        ET.SubElement(props, "property", name="message", value=message)
+        ET.SubElement(case, "system-out").text = message
         if f.status == "fail":
-            failure = ET.SubElement(case, "failure", message=f.message, type=f.check)
-            failure.text = f"{f.file}:{f.line}: {f.message}" if f.file else f.message
+            failure = ET.SubElement(case, "failure", message=message, type=_xml_text(f.check))
+            failure.text = _xml_text(f"{f.file}:{f.line}: {f.message}") if f.file else message
     root = ET.Element("testsuites")
     root.append(suite)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

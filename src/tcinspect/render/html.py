@@ -2,7 +2,8 @@
 
 Pure: returns a string, never prints, never imports torch. The page loads nothing from anywhere:
 its styles and its one small script are inline, and its Content-Security-Policy forbids any request.
-Graph pictures come from Graphviz (``render.svg``); without it the page says so instead.
+Graph pictures come from Graphviz (``render.svg``); without it, from tcinspect's own layered layout, and the
+page says so.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ LAZY_BYTES = 4_000
 HIGHLIGHT_CHARS = 200_000
 HIGHLIGHT_BLOCK_CHARS = 40_000
 
-_GRAPHVIZ_MISSING = ("The graph pictures need Graphviz's <code>dot</code>, which was not found: install "
-                     "Graphviz (<code>apt-get install graphviz</code> or <code>brew install graphviz</code>) "
-                     "and write the page again.")
+_GRAPHVIZ_MISSING = ("Drawn by tcinspect's own layered layout: Graphviz's <code>dot</code> was not found. Install "
+                     "Graphviz (<code>apt-get install graphviz</code> or <code>brew install graphviz</code>) for "
+                     "dot's layout.")
 
 
 _INFERRED = '<i title="inferred from the wrapper: Inductor stated no node mapping">~</i> '
@@ -416,6 +417,8 @@ def _draw(pics: Sequence[svg.Picture], progress: Optional[Callable[[int, int], N
         except svg.GraphvizTimeout:
             return svg.inline(svg.layered(job[0])[0]), ""
         except svg.GraphvizError as exc:
+            if svg.DOT_MISSING in exc.cause:  # a page is always drawn: tcinspect's own layout instead
+                return svg.inline(svg.layered(job[0])[0]), exc.cause
             return "", exc.cause
 
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 8))
@@ -423,7 +426,7 @@ def _draw(pics: Sequence[svg.Picture], progress: Optional[Callable[[int, int], N
         for (pic, _), (drawing, error) in zip(jobs, pool.map(lay_out, jobs)):
             notes = out[pic.key][1]
             if error:
-                notes += (_GRAPHVIZ_MISSING if "not on PATH" in error else f"Not drawn: {_e(error)}.",)
+                notes += (_GRAPHVIZ_MISSING if svg.DOT_MISSING in error else f"Not drawn: {_e(error)}.",)
             out[pic.key] = (drawing, notes)
             done += 1
             tick(done, len(pics))

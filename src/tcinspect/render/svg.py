@@ -55,6 +55,10 @@ SHAPES = {
 }
 
 
+#: GraphvizError's cause when ``dot`` is not installed (the renderers then use ``layered``)
+DOT_MISSING = "is not on PATH"
+
+
 class GraphvizError(UsageError):
     """Graphviz's ``dot`` is missing or could not lay a graph out."""
 
@@ -399,7 +403,7 @@ def run_dot(dot: str, timeout: float = DOT_TIMEOUT_S) -> str:
     """Lay DOT text out with Graphviz's ``dot -Tsvg`` (the renderers' one subprocess)."""
     exe = shutil.which("dot")
     if exe is None:
-        raise GraphvizError("drawing graphs needs Graphviz's `dot`, which is not on PATH",
+        raise GraphvizError(f"drawing graphs needs Graphviz's `dot`, which {DOT_MISSING}",
                             "install Graphviz (apt-get install graphviz, or brew install graphviz)")
     try:
         proc = subprocess.run([exe, "-Tsvg"], input=dot.encode("utf-8"), capture_output=True, timeout=timeout)
@@ -436,6 +440,10 @@ def svg(rep: Report, graphs: Sequence[str] = ()) -> str:
             return run_dot(dot_source(pics).text, timeout=DOT_FALLBACK_S)
         except GraphvizTimeout:
             pass  # drawn below, in bounded time
+        except GraphvizError as exc:
+            if DOT_MISSING not in exc.cause:
+                raise
+            # no Graphviz (the README's set-up installs none): tcinspect's own layout, as for large graphs
     return stacked(pics)
 
 
