@@ -556,3 +556,19 @@ def inductor_cache_dir() -> str:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     return str(cache_dir())
+
+
+_interned: dict[int, str] = {}
+
+
+def interned_files() -> dict[int, str]:
+    """Index -> file name of the strings torch interned for stack frames in trace records
+    (torch/_logging/structured.py INTERN_TABLE, 2.11-2.15): a process logs each name once, so a later
+    capture in the same process sees only the index."""
+    from torch._logging import structured
+
+    table = getattr(structured, "INTERN_TABLE", {})
+    if len(table) != len(_interned):
+        _interned.clear()
+        _interned.update({index: name for name, index in table.items()})
+    return _interned

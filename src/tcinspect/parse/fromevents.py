@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, compiletime, provenance
+from tcinspect.parse import assemble, compiletime, provenance, shapes
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -51,8 +51,9 @@ def report_from_events(
     compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added.
     Report.parse counts what was not understood: unknown events, unreadable artifacts, and ``source``'s."""
     start = time.perf_counter()
+    shape_section, shapes_unread = shapes.build(events)
     parse = parse_health(events, lines_not_understood=source.lines_not_understood,
-                         unreadable=provenance.unreadable(events), payload_mismatches=source.payload_mismatches,
+                         unreadable={**provenance.unreadable(events), **shapes_unread}, payload_mismatches=source.payload_mismatches,
                          truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
 
     def build(f: Optional[assemble.Failure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
@@ -65,7 +66,8 @@ def report_from_events(
     compile_time = compiletime.build(events, stages.dynamo.recompiles)
     dynamo = stages.dynamo
     stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
-        breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
+        breaks_mod.with_context(b) for b in dynamo.graph_breaks), recompiles=tuple(
+        shapes.with_shape_advice(r, shape_section) for r in dynamo.recompiles)))
     error = (found.blame or f"{found.stage} stage failed: {found.message}") if found else ""
     return Report(
         torch_version=torch_version,
@@ -84,6 +86,7 @@ def report_from_events(
         input_errors=tuple(input_errors),
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
         compile_time=compile_time,
+        shapes=shape_section,
     )
 
 
