@@ -572,3 +572,22 @@ def interned_files() -> dict[int, str]:
         _interned.clear()
         _interned.update({index: name for name, index in table.items()})
     return _interned
+
+
+def compile_counter(backend: str) -> Any:
+    """A backend that counts the frames it is handed and hands them on to ``backend``
+    (torch._dynamo.testing.CompileCounterWithBackend, 2.11-2.15)."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    return CompileCounterWithBackend(backend)
+
+
+def frame_count(counter: Any) -> int:
+    return int(counter.frame_count)
+
+
+def mark_dynamic(tensor: Any, dim: int, low: int, high: int) -> None:
+    """torch._dynamo.mark_dynamic with a range (min/max keywords: 2.11-2.15)."""
+    import torch
+
+    torch._dynamo.mark_dynamic(tensor, dim, min=low, max=high)

@@ -16,7 +16,7 @@ from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "shapes")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -267,7 +267,10 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
+        "shapes": lambda: _shapes(rep),
     }
+    if stages is None and rep.shapes is None:
+        chosen.remove("shapes")  # a run with no dynamic-shape event: nothing to say unless asked
     for s in chosen:
         parts.append(Text(""))
         parts.append(builders[s]())
@@ -276,3 +279,9 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
 
             parts.extend([Text(""), passes(rep)])
     return Group(*parts)
+
+
+def _shapes(rep: Report) -> RenderableType:
+    from tcinspect.render.shapes import shapes
+
+    return shapes(rep)
