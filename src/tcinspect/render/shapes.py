@@ -39,9 +39,9 @@ def shapes(rep: Report) -> RenderableType:
         for d in dims:
             if d.status == views.STATIC and not d.symbols:
                 continue
-            spec = d.specializations[0] if d.specializations else None
+            first = d.specializations[0] if d.specializations else None
             t.add_row(d.name, str(d.dim), ", ".join(map(str, d.sizes)), d.status, ", ".join(d.symbols),
-                      f"{_loc(spec.user_frame)} ({spec.reason})" if spec else "")
+                      f"{_loc(first.user_frame)} ({first.reason})" if first else "")
         if t.row_count:
             parts.append(t)
     if sh.specializations:
@@ -74,10 +74,11 @@ def shapes(rep: Report) -> RenderableType:
             t.add_row(e.compile_id, e.expression, _loc(e.user_frame))
         parts.append(t)
     for v in views.violations(rep):
-        s = v.specialization
+        vs = v.specialization
         parts.append(Text(f"constraint violation: {v.source} was marked dynamic, but "
-                          + (f"{_loc(s.user_frame)} `{_code(s.user_frame)}` forced {v.source} == {v.value} ({s.reason})"
-                             if s is not None else "torch named no line that forced it"), style="bold red"))
+                          + (f"{_loc(vs.user_frame)} `{_code(vs.user_frame)}` forced {v.source} == {v.value} "
+                             f"({vs.reason})" if vs is not None else "torch named no line that forced it"),
+                          style="bold red"))
     for line in views.advice(rep):
         parts.append(Text(f"why: {line}", style="yellow"))
     spec = views.suggested_spec(rep)
