@@ -946,8 +946,9 @@ class InputShape:
     """The shape of one tensor input of one model call, as tcinspect observed it."""
 
     call: int  # 0: example_inputs, k: input_sets[k - 1]
-    name: str  # the parameter's name, as Dynamo's source names it: L['name']
+    name: str  # the argument as Dynamo's source names it: "x" for L['x'], "args[0]" for L['args'][0]
     shape: tuple[int, ...] = ()
+    label: str = ""  # the parameter's own name where a decorator's *args hides it (e.g. input_ids)
 
 
 @dataclass(frozen=True)

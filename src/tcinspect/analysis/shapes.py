@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from tcinspect.parse.shapes import KEEP_DYNAMIC, specialized, where
+from tcinspect.parse.shapes import KEEP_DYNAMIC, size_source, specialized, where
 from tcinspect.report import Report, Shapes, Specialization
 
 #: what a dim of an input is, across the calls observed
@@ -19,13 +19,14 @@ RECOMPILED = "recompiled"  # several sizes, no symbol recorded (dynamic=False, o
 class DimView:
     """One dim of one tensor input: the sizes the calls had, and what torch made of it."""
 
-    name: str  # the parameter name
+    name: str  # the argument, as Dynamo names it ("x", "args[0]")
     dim: int
     source: str  # Dynamo's source: L['x'].size()[1]
     sizes: tuple[int, ...]  # distinct, in call order
     status: str  # STATIC | DYNAMIC | SPECIALIZED | RECOMPILED
     symbols: tuple[str, ...] = ()
     specializations: tuple[Specialization, ...] = ()
+    label: str = ""  # the parameter's own name, for the spec (input_ids where Dynamo sees args[0])
 
     @property
     def low(self) -> int:
@@ -36,22 +37,19 @@ class DimView:
         return max(self.sizes)
 
 
-def source_of(name: str, dim: int) -> str:
-    return f"L['{name}'].size()[{dim}]"
-
-
 def dims(rep: Report) -> list[DimView]:
     """Every dim of every tensor input the calls had, in input order."""
     sh = rep.shapes
     if sh is None or not sh.inputs:
         return []
     sizes: dict[tuple[str, int], dict[int, None]] = {}
+    labels = {inp.name: inp.label or inp.name for inp in sh.inputs}
     for inp in sh.inputs:
         for d, size in enumerate(inp.shape):
             sizes.setdefault((inp.name, d), {})[size] = None
     out = []
     for (name, d), seen in sizes.items():
-        source = source_of(name, d)
+        source = size_source(name, d)
         specs = specialized(sh, source)
         syms = tuple(dict.fromkeys(s.symbol for s in sh.symbols if s.source == source))
         if len(seen) == 1:
@@ -62,7 +60,7 @@ def dims(rep: Report) -> list[DimView]:
             status = DYNAMIC
         else:
             status = RECOMPILED
-        out.append(DimView(name, d, source, tuple(seen), status, syms, tuple(specs)))
+        out.append(DimView(name, d, source, tuple(seen), status, syms, tuple(specs), labels[name]))
     return out
 
 
@@ -90,9 +88,9 @@ def suggested_spec(rep: Report) -> Optional[Spec]:
             continue
         # torch specializes sizes 0 and 1 (the 0/1 specialization): a range must start at 2
         low = max(v.low, 2)
-        marks.append(f"torch._dynamo.mark_dynamic({v.name}, {v.dim}, min={low}, max={v.high})")
-        shapes.setdefault(v.name, []).append(f'{v.dim}: Dim("{v.name}_dim{v.dim}", min={low}, max={v.high})')
-    names = dict.fromkeys(v.name for v in views)
+        marks.append(f"torch._dynamo.mark_dynamic({v.label}, {v.dim}, min={low}, max={v.high})")
+        shapes.setdefault(v.label, []).append(f'{v.dim}: Dim("{v.label}_dim{v.dim}", min={low}, max={v.high})')
+    names = dict.fromkeys(v.label for v in views)
     form = "{" + ", ".join(f'"{n}": ' + ("{" + ", ".join(shapes[n]) + "}" if n in shapes else "None")
                            for n in names) + "}"
     blocked = "; ".join(

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def input_names(model: Callable[..., Any], count: int) -> list[str]:
-    """The parameter names of the model's first ``count`` positional arguments, as Dynamo names them
-    (``L['input_ids']``); ``arg{i}`` where the signature does not say."""
+def input_names(model: Callable[..., Any], count: int, follow_wrapped: bool = True) -> list[str]:
+    """The parameter names of the model's first ``count`` positional arguments; ``arg{i}`` where the
+    signature does not say. Dynamo names the arguments of the function it compiles, which is the
+    wrapper where a decorator wraps ``forward`` (``follow_wrapped=False``: ``args[0]`` for ``*args``)."""
     fn = getattr(model, "forward", model)
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
+        params = [p for p in inspect.signature(fn, follow_wrapped=follow_wrapped).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
     except (TypeError, ValueError):
         params = []
@@ -29,12 +30,14 @@ def input_names(model: Callable[..., Any], count: int) -> list[str]:
 
 
 def call_shapes(model: Callable[..., Any], inputs: Sequence[Any]) -> list[dict[str, Any]]:
-    """``[{"name", "shape"}]`` for each tensor among a call's positional inputs."""
+    """``[{"name", "label", "shape"}]`` for each tensor among a call's positional inputs: ``name`` as Dynamo's
+    source names it, ``label`` the parameter's own name."""
     import torch
 
-    names = input_names(model, len(inputs))
-    return [{"name": name, "shape": list(value.shape)} for name, value in zip(names, inputs)
-            if isinstance(value, torch.Tensor)]
+    names = input_names(model, len(inputs), follow_wrapped=False)
+    labels = input_names(model, len(inputs))
+    return [{"name": name, "label": label, "shape": list(value.shape)}
+            for name, label, value in zip(names, labels, inputs) if isinstance(value, torch.Tensor)]
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def verify_spec(path: str, marks: Sequence[tuple[str, int, int, int]], *, backen
         try:
             loaded = modelfile.load(src, model_name, inputs_name)
             calls = [loaded.example_inputs, *loaded.input_sets]
-            names = input_names(loaded.model, len(loaded.example_inputs))
+            names = input_names(loaded.model, len(loaded.example_inputs), follow_wrapped=False)
             counter = _compat.compile_counter(backend)
             _compat.reset_dynamo()
             try:

@@ -100,8 +100,9 @@ def _call_shapes(ev: Event) -> list[InputShape]:
     for item in data:
         if not isinstance(item, dict) or not isinstance(item.get("shape"), list):
             raise _Malformed
-        out.append(InputShape(call=ev.call, name=str(item.get("name", "")),
-                              shape=tuple(int(d) for d in item["shape"])))
+        name, label = str(item.get("name", "")), str(item.get("label", ""))
+        out.append(InputShape(call=ev.call, name=name, shape=tuple(int(d) for d in item["shape"]),
+                              label=label if label != name else ""))
     return out
 
 
@@ -179,10 +180,17 @@ def sources_in(reason: str) -> set[str]:
     """The size sources a failed guard names, as Dynamo's sources: ``L['x'].size()[1]``."""
     found = set()
     for m in _SIZE_MISMATCH.finditer(reason):
-        name = m["name"] if m["name"].startswith(("L[", "G[")) else f"L['{m['name']}']"
-        found.add(f"{name}.size()[{m['dim']}]")
+        found.add(size_source(m["name"], int(m["dim"])))
     found.update(re.findall(r"[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*\.size\(\)\[\d+\]", reason))
     return found
+
+
+def size_source(name: str, dim: int) -> str:
+    """Dynamo's source of an argument's size: ``L['x'].size()[1]``; ``args[0]`` is ``L['args'][0]``."""
+    if name.startswith(("L[", "G[")):
+        return f"{name}.size()[{dim}]"
+    base, bracket, rest = name.partition("[")
+    return f"L['{base}']{bracket}{rest}.size()[{dim}]"
 
 
 def specialized(shapes: Optional[Shapes], source: str) -> list[Specialization]:

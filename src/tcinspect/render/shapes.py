@@ -40,7 +40,7 @@ def shapes(rep: Report) -> RenderableType:
             if d.status == views.STATIC and not d.symbols:
                 continue
             first = d.specializations[0] if d.specializations else None
-            t.add_row(d.name, str(d.dim), ", ".join(map(str, d.sizes)), d.status, ", ".join(d.symbols),
+            t.add_row(d.label if d.label == d.name else f"{d.label} ({d.name})", str(d.dim), ", ".join(map(str, d.sizes)), d.status, ", ".join(d.symbols),
                       f"{_loc(first.user_frame)} ({first.reason})" if first else "")
         if t.row_count:
             parts.append(t)
@@ -105,7 +105,7 @@ def document(rep: Report) -> dict[str, Any]:
         "target": rep.target.path or rep.target.model_name,
         "dynamic": rep.options.dynamic or "auto",
         "shapes": serialize._plain(sh) if sh is not None else None,
-        "dims": [{"input": d.name, "dim": d.dim, "source": d.source, "sizes": list(d.sizes), "status": d.status,
+        "dims": [{"input": d.label, "argument": d.name, "dim": d.dim, "source": d.source, "sizes": list(d.sizes), "status": d.status,
                   "symbols": list(d.symbols)} for d in views.dims(rep)],
         "violations": [{"source": v.source, "value": v.value,
                         "line": _loc(v.specialization.user_frame) if v.specialization else ""}
