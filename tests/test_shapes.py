@@ -178,7 +178,7 @@ def test_gpt2_over_four_lengths_equals_torch():
 
 def test_verify_spec_compiles_gpt2_once(tmp_path):
     pytest.importorskip("transformers")
-    from tcinspect.capturing.shapespec import verify_spec
+    from tcinspect.capturing.specverify import verify_spec
 
     model = tmp_path / "gpt2_lengths.py"
     model.write_text((ROOT / "tests" / "models" / "gpt2_tiny.py").read_text()

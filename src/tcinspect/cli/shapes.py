@@ -12,7 +12,7 @@ from tcinspect.cli._app import app
 from tcinspect.report import Options, Report
 
 if TYPE_CHECKING:
-    from tcinspect.capturing.shapespec import SpecCheck
+    from tcinspect.capturing.specverify import SpecCheck
 
 
 @app.command(epilog="Example: tcinspect shapes sample_models/shapes_loop.py --verify-spec")
@@ -56,7 +56,7 @@ def shapes(
 
 def _verify(rep: Report, backend: str, model: str, inputs: str) -> SpecCheck:
     from tcinspect.analysis.shapes import suggested_spec
-    from tcinspect.capturing.shapespec import verify_spec
+    from tcinspect.capturing.specverify import verify_spec
     from tcinspect.errors import UsageError
 
     if rep.target.kind != "model" or not rep.target.path:

@@ -46,11 +46,15 @@ def shapes(rep: Report) -> RenderableType:
             parts.append(t)
     if sh.specializations:
         t = Table(title="Specializations (a symbol became a constant)", title_justify="left", header_style="bold")
-        for col in ("compile", "symbol", "source", "value", "reason", "your line", "code", "torch line"):
-            t.add_column(col)
+        t.add_column("compile")
+        t.add_column("source", no_wrap=True)
+        t.add_column("value")
+        t.add_column("torch's reason", no_wrap=True)
+        t.add_column("your line")
+        t.add_column("torch line", style="dim")
         for s in sh.specializations:
-            t.add_row(s.compile_id, s.symbol, ", ".join(s.sources), s.value, s.reason, _loc(s.user_frame),
-                      _code(s.user_frame), _loc(s.library_frame))
+            mine = _loc(s.user_frame) + (f" `{_code(s.user_frame)}`" if _code(s.user_frame) else "")
+            t.add_row(s.compile_id, ", ".join(s.sources), s.value, s.reason, mine, _loc(s.library_frame))
         parts.append(t)
     if sh.symbols:
         t = Table(title="Symbols", title_justify="left", header_style="bold")
