@@ -228,3 +228,28 @@ def test_shapes_round_trip_and_check_budget(loop_run):
     fails = [f for f in check_specializations("m", rep, 0, []) if f.status == "fail"]
     assert len(fails) == 4 and fails[1].line == 12
     assert check_specializations("m", rep, None, ["L[\"x\"].size()[1]"])[0].status == "ok"
+
+
+@pytest.mark.parametrize("version", ["2.13.0", "2.14.1", "2.15.0"])
+def test_recordings_of_each_cpu_torch_read_the_same_symbol(version):
+    """create_symbol has the same fields in 2.13-2.15: each version's recording of layer_norm_shapes (the
+    batch made a symbol at the first recompile) reads without a record left unread."""
+    from tcinspect.parse import events as ev_mod
+    from tcinspect.parse import shapes
+
+    sh, bad = shapes.build(ev_mod.read_jsonl(DATA / version / "layer_norm_shapes.jsonl.gz"))
+    assert not bad
+    assert [(y.compile_id, y.source, y.hint, y.value_range) for y in sh.symbols] == \
+        [("0/1", "L['x'].size()[0]", "16", "[2, int_oo]")]
+
+
+@pytest.mark.parametrize("version", ["torch-2.13.0", "torch-2.15.0"])
+def test_torch_trace_logs_name_the_files_of_shape_events(version):
+    """A TORCH_TRACE log interns file names (`str` records): the reader names them."""
+    from tcinspect.parse import torchtrace
+
+    rep = torchtrace.read(Path(__file__).resolve().parent / "data" / "torch_trace" / version / "recompile_scalar.log.gz")
+    (y,) = rep.shapes.symbols
+    assert (y.source, y.hint, Path(y.user_frame.file).name, y.user_frame.line) == \
+        ("L['multiplier']", "3.0", "recompile_scalar.py", 6)
+    assert rep.parse is None
