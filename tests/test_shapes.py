@@ -253,3 +253,59 @@ def test_torch_trace_logs_name_the_files_of_shape_events(version):
     assert (y.source, y.hint, Path(y.user_frame.file).name, y.user_frame.line) == \
         ("L['multiplier']", "3.0", "recompile_scalar.py", 6)
     assert rep.parse is None
+
+
+def _saved(loop_run, tmp_path) -> Path:
+    from tcinspect import serialize
+
+    rep, _ = loop_run
+    path = tmp_path / "loop.json"
+    path.write_text(json.dumps(serialize.to_dict(rep)))
+    return path
+
+
+def test_cli_shapes_from_a_saved_report_table_yaml_and_html(loop_run, tmp_path, capsys):
+    import yaml
+
+    from conftest import cli
+    from tcinspect.render.html import render
+
+    saved = _saved(loop_run, tmp_path)
+    code, out, err = cli(capsys, "shapes", str(saved))
+    assert code == 0 and "range_refined_to_singleton" in out and "cannot compile once" in out
+    code, out, _ = cli(capsys, "shapes", str(saved), "--format", "yaml")
+    doc = yaml.safe_load(out)
+    assert code == 0 and [s["value"] for s in doc["shapes"]["specializations"]] == ["24", "32", "40"]
+    assert doc["dims"][1]["status"] == "specialized" and doc["suggested_spec"]["mark_dynamic"] == []
+    code, out, _ = cli(capsys, "trace", str(saved), "--stage", "shapes")
+    assert code == 0 and "Specializations" in out
+    page = render(loop_run[0])
+    assert '<section id="shapes">' in page and "range_refined_to_singleton" in page
+
+
+def test_verify_spec_needs_a_model_file(loop_run, tmp_path, capsys):
+    from conftest import cli
+
+    code, out, err = cli(capsys, "shapes", str(_saved(loop_run, tmp_path)), "--verify-spec")
+    assert code == 2 and err.count("\n") == 1 and "--verify-spec needs a model file" in err and not out
+
+
+def test_check_specializations_junit_and_baseline(loop_run, tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    from conftest import cli
+
+    saved = _saved(loop_run, tmp_path)
+    junit = tmp_path / "junit.xml"
+    code, out, _ = cli(capsys, "check", str(saved), "--max-specializations", "0", "--junit", str(junit))
+    assert code == 1 and "specializations 3 > max 0" in out
+    assert ET.parse(junit).getroot().iter("failure") is not None and "specialization" in junit.read_text()
+    code, _, _ = cli(capsys, "check", str(saved), "--static-ok", "L['x'].size()[1]")
+    assert code == 0
+    base = tmp_path / "base.yaml"
+    assert cli(capsys, "check", str(saved), "--baseline", str(base), "--update")[0] == 0
+    assert "L['x'].size()[1]" in base.read_text()
+    assert cli(capsys, "check", str(saved), "--baseline", str(base))[0] == 0
+    base.write_text(base.read_text().replace("- L['x'].size()[1]", "[]").replace("specialized:\n", "specialized:"))
+    code, out, _ = cli(capsys, "check", str(saved), "--baseline", str(base))
+    assert code == 1 and "new specialization" in out

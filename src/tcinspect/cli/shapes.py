@@ -40,6 +40,11 @@ def shapes(
     from tcinspect.render import shapes as render
 
     fmt = c.check_format(fmt)
+    if verify_spec and (not file or not file.endswith(".py")):
+        from tcinspect.errors import UsageError
+
+        raise UsageError("--verify-spec needs a model file (it compiles the file's calls again)",
+                         "give the model file, not a saved report or a log")
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
                    also_accept=[Options.of(replace(opts, backend="inductor"))], strict=strict, timeout=timeout,
