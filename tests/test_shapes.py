@@ -271,7 +271,7 @@ def test_cli_shapes_from_a_saved_report_table_yaml_and_html(loop_run, tmp_path, 
     from tcinspect.render.html import render
 
     saved = _saved(loop_run, tmp_path)
-    code, out, err = cli(capsys, "shapes", str(saved))
+    code, out, _ = cli(capsys, "shapes", str(saved))
     assert code == 0 and "range_refined_to_singleton" in out and "cannot compile once" in out
     code, out, _ = cli(capsys, "shapes", str(saved), "--format", "yaml")
     doc = yaml.safe_load(out)
