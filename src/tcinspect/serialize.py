@@ -77,6 +77,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
                 for r in g["recordings"]:
                     r.pop("record_time_s", None)
         out["cudagraphs"] = cudagraphs
+    if rep.shapes is not None:  # only a run whose torch logged dynamic-shape events: others stay as they were
+        out["shapes"] = _plain(rep.shapes)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -160,7 +162,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
 
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure", "cudagraphs")
+                     "failure", "cudagraphs", "shapes")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
 ADDED_TO_SCHEMA_1 = frozenset({

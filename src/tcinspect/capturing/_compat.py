@@ -629,3 +629,36 @@ def cudagraph_step_begin() -> None:
     """Mark a new step for CUDA graph trees, as torch's docs ask of a loop that calls a reduce-overhead model
     (its outputs of the last step may be overwritten); torch.compiler.cudagraph_mark_step_begin, 2.11-2.15."""
     torch.compiler.cudagraph_mark_step_begin()
+_interned: dict[int, str] = {}
+
+
+def interned_files() -> dict[int, str]:
+    """Index -> file name of the strings torch interned for stack frames in trace records
+    (torch/_logging/structured.py INTERN_TABLE, 2.11-2.15): a process logs each name once, so a later
+    capture in the same process sees only the index."""
+    from torch._logging import structured
+
+    table = getattr(structured, "INTERN_TABLE", {})
+    if len(table) != len(_interned):
+        _interned.clear()
+        _interned.update({index: name for name, index in table.items()})
+    return _interned
+
+
+def compile_counter(backend: str) -> Any:
+    """A backend that counts the frames it is handed and hands them on to ``backend``
+    (torch._dynamo.testing.CompileCounterWithBackend, 2.11-2.15)."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    return CompileCounterWithBackend(backend)
+
+
+def frame_count(counter: Any) -> int:
+    return int(counter.frame_count)
+
+
+def mark_dynamic(tensor: Any, dim: int, low: int, high: int) -> None:
+    """torch._dynamo.mark_dynamic with a range (min/max keywords: 2.11-2.15)."""
+    import torch
+
+    torch._dynamo.mark_dynamic(tensor, dim, min=low, max=high)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect.analysis import roofline
-from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, verify
+from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, shapespec, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
-from tcinspect.parse import assemble, cudagraphs, provenance
+from tcinspect.parse import assemble, cudagraphs, provenance, shapes
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
@@ -54,11 +54,19 @@ class Recorder(logging.Handler):
         if ev_mod.event_name(metadata) in ev_mod.IGNORED:
             return
         event = ev_mod.from_record(metadata, getattr(record, "payload", None), self.call)
+        if event.name in shapes.WITH_FRAMES:
+            event = replace(event, meta=shapes.name_files(event.meta, _compat.interned_files()))
         self._add(event)
         if event.name == "inductor_output_code":
             self._wrapper = event.payload
         elif event.name == provenance.STACK_TRACES:
             self._provenance(event)
+
+    def add_call_shapes(self, call: int, shapes_of_call: list[dict[str, Any]]) -> None:
+        """tcinspect's record of one model call's tensor input shapes (the shapes view's observed inputs)."""
+        if shapes_of_call:
+            self._add(ev_mod.Event(name=ev_mod.CALL_SHAPES_ARTIFACT, meta={"name": ev_mod.CALL_SHAPES_ARTIFACT},
+                                   payload=json.dumps(shapes_of_call), call=call))
 
     def _add(self, event: ev_mod.Event) -> None:
         self.events.append(event)
@@ -244,6 +252,7 @@ class _Run:
         """
         self.recorder.call = index
         self.calls += 1
+        self.recorder.add_call_shapes(index, shapespec.call_shapes(model, inputs))
         try:
             out = modelfile.no_exit(self.step, compiled, inputs)
             if index == 0 and self.verification is None and self.reference is not None:

@@ -68,9 +68,16 @@ def check(
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
+    max_specializations: Annotated[Optional[int], typer.Option(
+        "--max-specializations", help="Fail when more sizes than this are made constants by the code "
+                                      "(symbolic_shape_specialization), besides --static-ok sources.",
+        show_default=False, min=0)] = None,
+    static_ok: Annotated[Optional[list[str]], typer.Option(
+        "--static-ok", help="A size source allowed to be made constant, e.g. \"L['x'].size()[0]\" (repeatable); "
+                            "any other specialization fails.", show_default=False, metavar="SOURCE")] = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
-    from tcinspect.analysis import checks, divergence
+    from tcinspect.analysis import checks, divergence, shapecheck
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -85,7 +92,8 @@ def check(
                                cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
-    if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(
+    shape_budget = max_specializations is not None or bool(static_ok)
+    if not update and baseline_path is None and nproc is None and not shape_budget and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
                          "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
@@ -102,14 +110,18 @@ def check(
         for prefix, one in divergence.per_rank(rep):  # a distributed report: each rank against the budgets
             outcome.findings += divergence.labelled(checks.check_limits(name, one, limits), prefix)
         outcome.findings += checks.divergence_findings(name, rep)
+        outcome.findings += shapecheck.check_specializations(name, rep, max_specializations, static_ok or [])
         if update:
-            snapshots[name] = checks.snapshot(rep, compile_time=compile_time_tolerance is not None)
+            snapshots[name] = {**checks.snapshot(rep, compile_time=compile_time_tolerance is not None),
+                               **shapecheck.snapshot_entry(rep)}
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
                                  f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
             for prefix, one in divergence.per_rank(rep):
                 outcome.findings += divergence.labelled(checks.compare(name, one, base[name]), prefix)
+            if "specialized" in base[name]:  # recorded since baselines hold it
+                outcome.findings += shapecheck.compare(name, rep, base[name])
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))

@@ -39,6 +39,8 @@ PASS_ARTIFACT = "tcinspect_pass"
 PROVENANCE_ARTIFACT = "tcinspect_provenance"
 #: tcinspect's record of a CUDA graph skip torch logged (parse/cudagraphs.py: SKIP_ARTIFACT)
 CUDAGRAPH_SKIP_ARTIFACT = "tcinspect_cudagraph_skip"
+#: tcinspect's record of each model call's tensor input shapes (parse/shapes.py)
+CALL_SHAPES_ARTIFACT = "tcinspect_call_shapes"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
 PARSED = frozenset({
@@ -49,6 +51,9 @@ PARSED = frozenset({
     # parse/cudagraphs.py: runtime_cudagraphify_time_us
     "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
     "inductor_collective_schedule",  # assemble.py: OutputCode.collective_schedule
+    # dynamic shapes (parse/shapes.py); guard_on_data_dependent_error only under TORCH_DTRACE
+    "create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization", "guard_added_fast",
+    "guard_on_data_dependent_error",
 })
 
 #: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
@@ -63,13 +68,13 @@ KNOWN_UNREAD = frozenset({
     "before_joint_graph", "before_post_grad_graph", "before_pre_grad_graph", "bwd_compilation_metrics",
     "compile_worker_sidecar_death",
     "compile_worker_status", "compiled_autograd_compile_reasons", "compiled_autograd_graph",
-    "compiled_autograd_graph_pre_reordering", "compiler_collective", "create_symbol", "create_unbacked_symbol",
+    "compiled_autograd_graph_pre_reordering", "compiler_collective",
     "dump_file", "dynamo_cache_bypass", "dynamo_cache_entries", "dynamo_cache_exception", "dynamo_error",
     "dynamo_guards", "dynamo_side_effects", "eager_compile_backwards_failure", "export", "exported_program",
     "expression_created", "fx_bucketing_passes_all_gather_buckets", "fx_bucketing_passes_reduce_scatter_buckets",
     "fx_compute_nodes_runtime_estimation", "fx_graph_bundled_cache_hit", "fx_graph_runnable", "fx_interpreter_error",
     "fx_net_acc_splitter_finder_events", "get_extra_remote_code_state", "graph_dump", "graph_execution",
-    "guard_added", "guard_added_fast", "guard_on_data_dependent_error", "inductor_aot_header_code",
+    "guard_added", "inductor_aot_header_code",
     "inductor_aot_kernel_code", "inductor_aot_wrapper_code", "inductor_autotune_at_compile_time_code",
     "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
     "inductor_overlap_cyclic_extra_deps", "inductor_runtime_and_tensor_meta", "inductor_spmd_graph_mismatch",
@@ -80,7 +85,7 @@ KNOWN_UNREAD = frozenset({
     "pre_bucketing_collective_sizes_after", "pre_bucketing_fsdp_collectives", "pre_decomp_comms",
     "precompile_cache_bypass", "propagate_real_tensors", "propagate_real_tensors_provenance", "put_local_code_state",
     "reorder_communication_preserving_peak_memory", "scheduler_nodes_before_comm_overlap", "sink_waits_iterative_info",
-    "symbolic_shape_specialization", "torch._functorch.config", "torch_version", "triton_kernel_info",
+    "torch._functorch.config", "torch_version", "triton_kernel_info",
     "native_dsl_compile", "fx_collectives_estimations_after_overlap_bucketing",
     # AOTAutograd's runtime wrappers: six artifacts in 2.13-2.14 (none in the 2.11 GPU recordings), one in 2.15
     "backward_prologue", "backward_epilogue", "compiled_function_forward", "compiled_function_backward",
@@ -230,7 +235,7 @@ def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
-                                                    CUDAGRAPH_SKIP_ARTIFACT) or _KNOWN_PATTERN.fullmatch(name) is not None)
+                         CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT) or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
 def parse_health(events: Iterable[Event], lines_not_understood: int = 0,

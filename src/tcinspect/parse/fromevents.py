@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, compiletime, cudagraphs, provenance
+from tcinspect.parse import assemble, compiletime, cudagraphs, provenance, shapes
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -51,7 +51,8 @@ def report_from_events(
     compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added.
     Report.parse counts what was not understood: unknown events, unreadable artifacts, and ``source``'s."""
     start = time.perf_counter()
-    unreadable = provenance.unreadable(events)
+    shape_section, shapes_unread = shapes.build(events)
+    unreadable = {**provenance.unreadable(events), **shapes_unread}
     if cudagraphs.unreadable(events):
         unreadable[cudagraphs.SKIP_ARTIFACT] = cudagraphs.unreadable(events)
     parse = parse_health(events, lines_not_understood=source.lines_not_understood,
@@ -68,7 +69,8 @@ def report_from_events(
     compile_time = compiletime.build(events, stages.dynamo.recompiles)
     dynamo = stages.dynamo
     stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
-        breaks_mod.with_context(b) for b in dynamo.graph_breaks)))
+        breaks_mod.with_context(b) for b in dynamo.graph_breaks), recompiles=tuple(
+        shapes.with_shape_advice(r, shape_section) for r in dynamo.recompiles)))
     error = (found.blame or f"{found.stage} stage failed: {found.message}") if found else ""
     return Report(
         torch_version=torch_version,
@@ -88,6 +90,7 @@ def report_from_events(
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
         compile_time=compile_time,
         cudagraphs=cudagraphs.build(events, options, stages, device, from_log=target.kind == "torch_trace"),
+        shapes=shape_section,
     )
 
 

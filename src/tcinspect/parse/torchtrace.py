@@ -27,6 +27,7 @@ from typing import IO, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
+from tcinspect.parse import shapes
 from tcinspect.parse.events import Event
 from tcinspect.report import DdpSplit, EventCount, Options, ParseHealth, Report, Target
 
@@ -140,6 +141,8 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
         _name_files(meta.get("dynamo_start"), strings)
+    elif name in shapes.WITH_FRAMES and strings and isinstance(meta.get(name), dict):
+        meta[name] = shapes.name_files(meta[name], strings)
     try:
         return ev_mod.from_record(meta, text)
     except (TypeError, ValueError, AttributeError):  # a record of the right shape with values of the wrong types

@@ -160,7 +160,8 @@ class _Page:
         nav = "".join(f'<a href="#{k}">{v}</a>' for k, v in (
             ("summary", "Summary"), ("dynamo", "Dynamo graphs"), ("guards", "Guards"), ("breaks", "Graph breaks"),
             ("aot", "AOT graphs"), ("inductor", "Inductor kernels"))
-            + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ()))
+            + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ())
+            + ((("shapes", "Shapes"),) if self.rep.shapes is not None else ()))
         return f'<header><h1>tcinspect <span class="target">{_e(what)}</span></h1><p class="meta">{_e(meta)}</p>' \
                f"<nav>{nav}</nav></header>"
 
@@ -527,6 +528,10 @@ def _cudagraphs(rep: Report) -> str:
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in cg.notes)
     return (f'<section id="cudagraphs"><h2>CUDA graphs</h2><p class="meta">{_e(summary_line(cg))}</p>'
             f"{table}{notes}</section>")
+def _shapes(rep: Report) -> str:
+    from tcinspect.render.shapes import section_html
+
+    return section_html(rep)
 
 
 def _pygments_css() -> str:
@@ -540,7 +545,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep), _cudagraphs(rep)]
+            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."

@@ -20,7 +20,7 @@ from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives", "shapes")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -276,7 +276,10 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "inductor": lambda: inductor(rep, code, limit),
         "cudagraphs": lambda: cudagraphs_view(rep),
         "collectives": lambda: collectives_view(rep),
+        "shapes": lambda: _shapes(rep),
     }
+    if stages is None and rep.shapes is None:
+        chosen.remove("shapes")  # a run with no dynamic-shape event: nothing to say unless asked
     for s in chosen:
         if stages is None and ((s == "cudagraphs" and rep.cudagraphs is None)
                                or (s == "collectives" and not of_stages(rep.stages))):
@@ -288,3 +291,9 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
 
             parts.extend([Text(""), passes(rep)])
     return Group(*parts)
+
+
+def _shapes(rep: Report) -> RenderableType:
+    from tcinspect.render.shapes import shapes
+
+    return shapes(rep)

@@ -1,0 +1,48 @@
+"""``shapes --verify-spec``: compile a model file's calls again with a suggested spec and count the compiles."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tcinspect.capturing.shapespec import input_names
+
+
+@dataclass(frozen=True)
+class SpecCheck:
+    """The calls compiled again with a suggested spec: how many compiles it took."""
+
+    compiles: int  # frames torch compiled (a counting backend's frame count)
+    calls: int
+    error: str = ""  # what torch raised, e.g. a constraint violation
+
+
+def verify_spec(path: str, marks: Sequence[tuple[str, int, int, int]], *, backend: str = "eager",
+                model_name: str = "model", inputs_name: str = "example_inputs") -> SpecCheck:
+    """Run the model file's calls again, each input marked dynamic as ``marks`` (name, dim, min, max) say,
+    under a counting backend; the compile count is what the spec achieves."""
+    from tcinspect.capturing import _compat, engine, modelfile
+
+    src = modelfile.read(path, model_name, False)
+    with engine._isolated(src.path, None):
+        try:
+            loaded = modelfile.load(src, model_name, inputs_name)
+            calls = [loaded.example_inputs, *loaded.input_sets]
+            names = input_names(loaded.model, len(loaded.example_inputs), follow_wrapped=False)
+            counter = _compat.compile_counter(backend)
+            _compat.reset_dynamo()
+            try:
+                compiled = _compat.compile_fn(loaded.model, backend=counter)
+                for args in calls:
+                    for name, dim, low, high in marks:
+                        if name in names:
+                            _compat.mark_dynamic(args[names.index(name)], dim, low, high)
+                    compiled(*args)
+            except Exception as exc:  # noqa: BLE001 - the spec's outcome, reported
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                return SpecCheck(_compat.frame_count(counter), len(calls), f"{type(exc).__name__}: {first}")
+            finally:
+                _compat.reset_dynamo()
+            return SpecCheck(_compat.frame_count(counter), len(calls))
+        finally:
+            modelfile.unload(src)

@@ -1,0 +1,76 @@
+"""`tcinspect shapes`: which dims are dynamic, which the code made constant (line and reason), and a spec."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from tcinspect.cli import common as c
+from tcinspect.cli._app import app
+from tcinspect.report import Options, Report
+
+if TYPE_CHECKING:
+    from tcinspect.capturing.specverify import SpecCheck
+
+
+@app.command(epilog="Example: tcinspect shapes sample_models/shapes_loop.py --verify-spec")
+def shapes(
+    file: c.FileArg = None,
+    script_args: c.ScriptArgs = None,
+    verify_spec: Annotated[bool, typer.Option("--verify-spec", help="Compile the model file's calls again with the suggested spec (a counting backend) and show how many compiles it takes.")] = False,
+    fmt: c.FormatOpt = "table",
+    output: c.OutputOpt = None,
+    model: c.ModelOpt = None,
+    script: c.ScriptOpt = False,
+    inputs: c.InputsOpt = "example_inputs",
+    device: c.DeviceOpt = "",
+    backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
+    dynamic: Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).")] = "",
+    no_backward: c.NoBackwardOpt = False,
+    fresh: c.FreshOpt = False,
+    timeout: c.TimeoutOpt = None,
+    strict: c.StrictOpt = False,
+    debug: c.DebugOpt = False,
+) -> None:
+    """Dynamic shapes: symbols torch made (source, hint, range), which became constants (value, torch's reason, your line), shape guards with their lines, unbacked symbols, data-dependent errors, and a suggested mark_dynamic spec."""
+    from dataclasses import replace
+
+    from tcinspect.render import shapes as render
+
+    fmt = c.check_format(fmt)
+    if verify_spec and (not file or not file.endswith(".py")):
+        from tcinspect.errors import UsageError
+
+        raise UsageError("--verify-spec needs a model file (it compiles the file's calls again)",
+                         "give the model file, not a saved report or a log")
+    opts = c.options(backend, "", False, dynamic, no_backward, device)
+    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
+                   also_accept=[Options.of(replace(opts, backend="inductor"))], strict=strict, timeout=timeout,
+                   script=script)
+    doc = render.document(rep)
+    check: Optional[SpecCheck] = None
+    if verify_spec:
+        check = _verify(rep, backend, model or "model", inputs)
+        doc["spec_check"] = None if check is None else {"compiles": check.compiles, "calls": check.calls,
+                                                        "error": check.error}
+    c.emit_document(doc, fmt, output, lambda: render.with_check(rep, check))
+    c.exit_for(rep)
+
+
+def _verify(rep: Report, backend: str, model: str, inputs: str) -> SpecCheck:
+    from tcinspect.analysis.shapes import suggested_spec
+    from tcinspect.capturing.specverify import verify_spec
+    from tcinspect.errors import UsageError
+
+    if rep.target.kind != "model" or not rep.target.path:
+        raise UsageError("--verify-spec needs a model file (it compiles the file's calls again)",
+                         "give the model file, not a saved report or a log")
+    spec = suggested_spec(rep)
+    marks = [(d.name, d.dim, max(d.low, 2), d.high) for d in (spec.dims if spec else ())
+             if d.status in ("dynamic", "recompiled")]
+    print(f"tcinspect: compiling the {rep.target.input_sets + 1} calls again with {len(marks)} dims marked dynamic",
+          file=sys.stderr)
+    return verify_spec(rep.target.path, marks, backend=backend if ":" not in backend else "eager",
+                       model_name=model, inputs_name=inputs)
