@@ -369,6 +369,9 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
         raise UsageError(f"{src.path} is run as a script ({why}), whose own torch.compile "
                          "calls keep their options", "define `model` and `example_inputs` to use --backend "
                          "module:callable, --pass, verify or export")
+    if opts.per_call:
+        raise UsageError(f"{src.path} is run as a script ({why}): --per-call times calls of a model it cannot "
+                         "repeat", "define `model` and `example_inputs`, or leave out --per-call")
     run = _Run(opts, fresh, quiet)
     with _isolated(src.path, [str(src.path), *args]), run.recording():
         try:

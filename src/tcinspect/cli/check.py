@@ -28,6 +28,13 @@ CompileTimeTolerance = Annotated[Optional[float], typer.Option(
     "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
                                      "the baseline's (relative, per model); with --update: record compile time.",
     show_default=False, min=0, metavar="PCT")]
+MaxGuardLatency = Annotated[Optional[float], typer.Option(
+    "--max-guard-latency-us", help="Fail when a compile's guard latency (microseconds, as torch measured it) "
+                                   "exceeds this.", show_default=False, min=0, metavar="US")]
+GuardLatencyTolerance = Annotated[Optional[float], typer.Option(
+    "--guard-latency-tolerance", help="With --baseline: fail when the largest guard latency is more than this many "
+                                      "percent above the baseline's; with --update: record it.",
+    show_default=False, min=0, metavar="PCT")]
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
@@ -62,6 +69,8 @@ def check(
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
+    max_guard_latency_us: MaxGuardLatency = None,
+    guard_latency_tolerance: GuardLatencyTolerance = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks, divergence
@@ -75,9 +84,12 @@ def check(
     baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
-    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
+    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
+                               max_guard_latency_us)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
+    if guard_latency_tolerance is not None and baseline_path is None:
+        raise UsageError("--guard-latency-tolerance compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
@@ -96,7 +108,8 @@ def check(
             outcome.findings += divergence.labelled(checks.check_limits(name, one, limits), prefix)
         outcome.findings += checks.divergence_findings(name, rep)
         if update:
-            snapshots[name] = checks.snapshot(rep, compile_time=compile_time_tolerance is not None)
+            snapshots[name] = checks.snapshot(rep, compile_time=compile_time_tolerance is not None,
+                                              guard_latency_us=guard_latency_tolerance is not None)
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
@@ -106,6 +119,9 @@ def check(
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))
+            if guard_latency_tolerance is not None:
+                outcome.findings.append(checks.compare_guard_latency(name, rep, base[name], guard_latency_tolerance,
+                                                                     baseline_path))
 
     if update:
         assert baseline_path is not None  # refused above: --update needs a baseline path
