@@ -42,6 +42,7 @@ class Request:
         strict: anything the parser did not understand is an error (exit 2).
         isolate: compile in a child process, so that a native crash is a report (the CLI's default).
         also_accept: other recorded options whose cached reports answer this request too.
+        per_call: ``guards --per-call N``: after compiling, time N calls per input set under torch.profiler.
     """
 
     file: Optional[str] = None
@@ -62,11 +63,12 @@ class Request:
     isolate: bool = True
     quiet: bool = True
     also_accept: tuple[Options, ...] = field(default=(), compare=False)
+    per_call: int = 0
 
     @property
     def options(self) -> Options:
         """The options as the report records them."""
-        return Options.of(self.compile, self.verify, self.export, self.bench)
+        return replace(Options.of(self.compile, self.verify, self.export, self.bench), per_call=self.per_call)
 
 
 @dataclass(frozen=True)

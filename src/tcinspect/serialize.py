@@ -79,6 +79,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         out["cudagraphs"] = cudagraphs
     if rep.shapes is not None:  # only a run whose torch logged dynamic-shape events: others stay as they were
         out["shapes"] = _plain(rep.shapes)
+    if rep.guard_cost is not None and timings:  # measured, like compile_time: --no-timings leaves it out
+        out["guard_cost"] = _plain(rep.guard_cost)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -162,7 +164,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
 
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure", "cudagraphs", "shapes")
+                     "failure", "cudagraphs", "shapes", "guard_cost")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
 ADDED_TO_SCHEMA_1 = frozenset({
@@ -173,6 +175,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "ParseHealth.artifacts_not_understood", "ParseHealth.payload_mismatches", "ParseHealth.truncated_payloads",
     "ParseHealth.files_ignored",
     "OutputCode.collective_schedule",
+    "Options.per_call",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

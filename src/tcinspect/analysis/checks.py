@@ -42,12 +42,14 @@ class Limits:
     #: CUDA graphs (``--max-cudagraph-skips``, ``--max-cudagraph-recordings``)
     cudagraph_skips: Optional[int] = None
     cudagraph_recordings: Optional[int] = None
+    #: microseconds of guard latency, the largest of any compile's (``--max-guard-latency-us``)
+    guard_latency_us: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
 
     def any(self) -> bool:
-        return bool(self.items()) or self.compile_time_s is not None or any(
+        return bool(self.items()) or self.compile_time_s is not None or self.guard_latency_us is not None or any(
             getattr(self, m) is not None for m in SECTION_METRICS)
 
 
@@ -132,6 +134,8 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
                                rep.target.path))
         else:
             out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
+    if limits.guard_latency_us is not None:
+        out.append(_guard_latency_finding(model, rep, limits.guard_latency_us))
     return out
 
 
@@ -142,12 +146,34 @@ def _cudagraph_why(rep: Report) -> str:
     return "".join(f"; {g.compile_id} {g.part} skipped: {g.reason}" for g in skipped)
 
 
+def guard_latency(model: str, rep: Report) -> Optional[tuple[str, float]]:
+    """The largest guard latency torch measured (compile id, us); None when no compile made guards. A report
+    without the guard-cost section cannot answer: UsageError."""
+    from tcinspect.analysis.guard_cost import max_latency
+
+    if rep.guard_cost is None:
+        raise UsageError(f"the report of {model} has no guard latency (saved before tcinspect recorded it, or "
+                         "written with --no-timings)", f"capture it again: `tcinspect check {model} --fresh`")
+    return max_latency(rep)
+
+
+def _guard_latency_finding(model: str, rep: Report, limit: float) -> Finding:
+    worst = guard_latency(model, rep)
+    if worst is None:
+        return Finding(model, "guard_latency", "ok", f"guard latency: no compile made guards (max {limit:g} us)")
+    cid, us = worst
+    status = "fail" if us > limit else "ok"
+    return Finding(model, "guard_latency", status, f"guard latency {us:g} us at {cid} "
+                   f"{'>' if status == 'fail' else '<='} max {limit:g} us", rep.target.path if status == "fail" else "")
+
+
 # ----------------------------------------------------------------------------- baselines
 
 
-def snapshot(rep: Report, compile_time: bool = False) -> dict[str, Any]:
+def snapshot(rep: Report, compile_time: bool = False, guard_latency_us: bool = False) -> dict[str, Any]:
     """A model's baseline entry: counts and identities, sorted, with no paths; timings only when asked
-    (``compile_time``: the compile time a tolerance is later measured against)."""
+    (``compile_time``: the compile time a tolerance is later measured against; ``guard_latency_us``: the
+    largest guard latency, likewise)."""
     breaks = sorted({BreakKey.of(d.first) for d in distinct_breaks(rep)}, key=lambda k: (k.function, k.code, k.type))
     reasons = sorted({r for rc in rep.stages.dynamo.recompiles for r in rc.reasons})
     entry: dict[str, Any] = {m: metric(rep, m) for m in METRICS}
@@ -159,6 +185,9 @@ def snapshot(rep: Report, compile_time: bool = False) -> dict[str, Any]:
         value = read(rep)
         if value is not None:
             entry[name] = value
+    if guard_latency_us:
+        worst = guard_latency(rep.target.path or rep.target.model_name, rep)
+        entry["guard_latency_us"] = worst[1] if worst else 0
     return entry
 
 
@@ -178,6 +207,26 @@ def compare_compile_time(model: str, rep: Report, base: dict[str, Any], toleranc
     if change < -tolerance_pct:
         return Finding(model, "compile_time", "improved", text)
     return Finding(model, "compile_time", "ok", text)
+
+
+def compare_guard_latency(model: str, rep: Report, base: dict[str, Any], tolerance_pct: float,
+                          baseline_path: Any) -> Finding:
+    """The largest guard latency against the baseline's, relative: fails past ``tolerance_pct`` percent more."""
+    before = base.get("guard_latency_us")
+    if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= 0:
+        raise UsageError(f"baseline {baseline_path} has no guard latency for {model}",
+                         f"record one with `tcinspect check {model} --baseline {baseline_path} --update "
+                         f"--guard-latency-tolerance {tolerance_pct:g}`")
+    worst = guard_latency(model, rep)
+    now = worst[1] if worst else 0.0
+    change = 100.0 * (now - before) / before
+    text = (f"guard latency {now:g} us{f' at {worst[0]}' if worst else ''} vs baseline {before:g} us "
+            f"({change:+.0f}%, tolerance {tolerance_pct:g}%)")
+    if change > tolerance_pct:
+        return Finding(model, "guard_latency", "fail", text, rep.target.path)
+    if change < -tolerance_pct:
+        return Finding(model, "guard_latency", "improved", text)
+    return Finding(model, "guard_latency", "ok", text)
 
 
 def baseline_key(model_path: str, baseline_path: Path) -> str:
@@ -286,7 +335,12 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
         raise UsageError(f"{where}: max_compile_time must be a number of seconds > 0, not {seconds!r}",
                          f"fix max_compile_time in {where}")
-    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None)
+    latency = values.get("max_guard_latency_us")
+    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency <= 0):
+        raise UsageError(f"{where}: max_guard_latency_us must be a number of microseconds > 0, not {latency!r}",
+                         f"fix max_guard_latency_us in {where}")
+    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None,
+                  guard_latency_us=float(latency) if latency is not None else None)
 
 
 @dataclass(frozen=True)
@@ -345,7 +399,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     """Command-line limits win over per-model budgets, which win over the config's defaults."""
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
-    for m in (*METRICS, "compile_time_s", *SECTION_METRICS):
+    for m in (*METRICS, "compile_time_s", "guard_latency_us", *SECTION_METRICS):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

@@ -205,6 +205,12 @@ def guards_without_graph(rep: Report) -> dict[str, int]:
     return {cid: n for cid, n in guards_per_compile(rep.stages, rep.compiles).items() if n and cid not in graphs}
 
 
+def _guard_cost_document(rep: Report) -> Any:
+    from tcinspect.analysis import guard_cost
+
+    return guard_cost.document(rep)
+
+
 def guards_document(rep: Report) -> dict[str, Any]:
     """The `guards` command's YAML/JSON: guards per graph by kind, then recompiles."""
     graphs = []
@@ -234,6 +240,7 @@ def guards_document(rep: Report) -> dict[str, Any]:
         "graphs": graphs,
         "recompiles": recompiles,
         "input_errors": [{"input_set": e.input_set, "error": e.error} for e in rep.input_errors],
+        "guard_cost": _guard_cost_document(rep),
     }
 
 

@@ -662,3 +662,26 @@ def mark_dynamic(tensor: Any, dim: int, low: int, high: int) -> None:
     import torch
 
     torch._dynamo.mark_dynamic(tensor, dim, min=low, max=high)
+def frame_cache_entries() -> list[tuple[Any, list[str]]]:
+    """Every frame Dynamo has seen since its last reset, with its cache entries' compile ids in the order
+    Dynamo tries them: ``[(code, ["0/1", "0/0"]), ...]``; frames without entries are left out.
+
+    ``torch._dynamo.convert_frame.input_codes`` holds weak references to the code objects Dynamo was handed
+    (a ``Tracker``; ``reset()`` clears it), and ``torch._dynamo.eval_frame._debug_get_cache_entry_list(code)``
+    returns a code's cache entries, front first, each with its ``compile_id`` (2.11-2.15). A torch without
+    them answers [] (the per-call view then says it could not read the cache entries).
+    """
+    try:
+        from torch._dynamo import convert_frame
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+    except ImportError:
+        return []
+    out = []
+    for ref in list(getattr(convert_frame.input_codes, "seen", [])):
+        code = ref()
+        if code is None:
+            continue
+        entries = _debug_get_cache_entry_list(code)
+        if entries:
+            out.append((code, [str(getattr(e, "compile_id", "") or "") for e in entries]))
+    return out

@@ -278,6 +278,20 @@ class _Run:
             self.failure = _failure(exc, self.custom_backend or "")
             return False
 
+    def per_call(self, compiled: Callable[..., Any], sets: Sequence[tuple]) -> None:
+        """Time calls of the compiled model over the input sets that ran (capturing/percall.py)."""
+        from tcinspect.capturing import percall
+
+        raised = {e.input_set for e in self.input_errors}
+        calls = [(i, args) for i, args in enumerate(sets) if i not in raised]
+        failed = (f"not measured: the {self.failure.stage} stage failed" if self.failure is not None else "")
+        self.recorder.call = -1  # a compile during the timed calls belongs to no input set
+        # forward only, in the grad mode the capture's calls ran in (a different one would fail a guard)
+        record = percall.measured_or_why(
+            compiled, calls, self.options.per_call,
+            lambda: [e.compile_id for e in self.recorder.events if e.name == "compilation_metrics"], failed)
+        percall.log(record)
+
     def _model_error(self, exc: BaseException, where: Optional[Path], index: int) -> bool:
         """The model's own error: fatal for example_inputs, recorded against an input set otherwise."""
         err = modelfile.model_raised(exc, where)
@@ -347,6 +361,8 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         for index, args in enumerate([inputs, *sets]):
             if not all(run.call(model, compiled, args, where, index) for _ in range(repeat)):
                 break
+        if opts.per_call:  # guards --per-call: time calls of the compiled model, now that it compiled
+            run.per_call(compiled, [inputs, *sets])
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts.compile, bench)
                     if bench is not None and run.failure is None else None)
@@ -387,6 +403,9 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
         raise UsageError(f"{src.path} is run as a script ({why}), whose own torch.compile "
                          "calls keep their options", "define `model` and `example_inputs` to use --backend "
                          "module:callable, --pass, verify or export")
+    if opts.per_call:
+        raise UsageError(f"{src.path} is run as a script ({why}): --per-call times calls of a model it cannot "
+                         "repeat", "define `model` and `example_inputs`, or leave out --per-call")
     run = _Run(opts, fresh, quiet)
     with _isolated(src.path, [str(src.path), *args]), run.recording():
         try:

@@ -31,6 +31,13 @@ CompileTimeTolerance = Annotated[Optional[float], typer.Option(
     "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
                                      "the baseline's (relative, per model); with --update: record compile time.",
     show_default=False, min=0, metavar="PCT")]
+MaxGuardLatency = Annotated[Optional[float], typer.Option(
+    "--max-guard-latency-us", help="Fail when a compile's guard latency (microseconds, as torch measured it) "
+                                   "exceeds this.", show_default=False, min=0, metavar="US")]
+GuardLatencyTolerance = Annotated[Optional[float], typer.Option(
+    "--guard-latency-tolerance", help="With --baseline: fail when the largest guard latency is more than this many "
+                                      "percent above the baseline's; with --update: record it.",
+    show_default=False, min=0, metavar="PCT")]
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
@@ -75,6 +82,8 @@ def check(
     static_ok: Annotated[Optional[list[str]], typer.Option(
         "--static-ok", help="A size source allowed to be made constant, e.g. \"L['x'].size()[0]\" (repeatable); "
                             "any other specialization fails.", show_default=False, metavar="SOURCE")] = None,
+    max_guard_latency_us: MaxGuardLatency = None,
+    guard_latency_tolerance: GuardLatencyTolerance = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks, divergence, shapecheck
@@ -89,9 +98,12 @@ def check(
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
-                               cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings)
+                               cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
+                               guard_latency_us=max_guard_latency_us)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
+    if guard_latency_tolerance is not None and baseline_path is None:
+        raise UsageError("--guard-latency-tolerance compares with a baseline", "pass --baseline FILE")
     shape_budget = max_specializations is not None or bool(static_ok)
     if not update and baseline_path is None and nproc is None and not shape_budget and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
@@ -112,7 +124,8 @@ def check(
         outcome.findings += checks.divergence_findings(name, rep)
         outcome.findings += shapecheck.check_specializations(name, rep, max_specializations, static_ok or [])
         if update:
-            snapshots[name] = {**checks.snapshot(rep, compile_time=compile_time_tolerance is not None),
+            snapshots[name] = {**checks.snapshot(rep, compile_time=compile_time_tolerance is not None,
+                                                 guard_latency_us=guard_latency_tolerance is not None),
                                **shapecheck.snapshot_entry(rep)}
         elif base is not None:
             if name not in base:
@@ -125,6 +138,9 @@ def check(
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))
+            if guard_latency_tolerance is not None:
+                outcome.findings.append(checks.compare_guard_latency(name, rep, base[name], guard_latency_tolerance,
+                                                                     baseline_path))
 
     if update:
         assert baseline_path is not None  # refused above: --update needs a baseline path

@@ -11,7 +11,7 @@ from tcinspect.cli._app import app
 from tcinspect.report import Options
 
 
-@app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true")
+@app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true --per-call 5")
 def guards(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -32,6 +32,10 @@ def guards(
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
+    per_call: Annotated[int, typer.Option(
+        "--per-call", help="After compiling, time N calls per input set under torch.profiler: Dynamo's cache "
+                           "lookup per call and the share of the call before its first op (0: none).",
+        min=0, max=1000, metavar="N")] = 0,
 ) -> None:
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
     from dataclasses import replace
@@ -44,8 +48,8 @@ def guards(
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict,
-                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+                   also_accept=[replace(Options.of(replace(opts, backend="inductor")), per_call=per_call)], rank=rank, strict=strict,
+                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script, per_call=per_call)
     c.emit_document(divergence.document(rep, guards_document), fmt, output,
                     lambda: ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key))
     c.exit_for(rep)

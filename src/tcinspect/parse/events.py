@@ -41,6 +41,8 @@ PROVENANCE_ARTIFACT = "tcinspect_provenance"
 CUDAGRAPH_SKIP_ARTIFACT = "tcinspect_cudagraph_skip"
 #: tcinspect's record of each model call's tensor input shapes (parse/shapes.py)
 CALL_SHAPES_ARTIFACT = "tcinspect_call_shapes"
+#: tcinspect's per-call profile of the compiled model (capturing/percall.py, ``guards --per-call``)
+PER_CALL_ARTIFACT = "tcinspect_per_call"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
 PARSED = frozenset({
@@ -235,7 +237,8 @@ def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
-                         CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT) or _KNOWN_PATTERN.fullmatch(name) is not None)
+                         CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT, PER_CALL_ARTIFACT)
+            or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
 def parse_health(events: Iterable[Event], lines_not_understood: int = 0,

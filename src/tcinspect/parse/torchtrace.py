@@ -43,7 +43,7 @@ _RECORD_END = re.compile(rb"\n(?!\t)")
 _BLOCK = 1 << 20
 #: events whose payload the report reads; every other payload is checked (md5) but never decoded
 _WITH_PAYLOAD = ev_mod.PARSED | {ev_mod.CHROMIUM_EVENT, ev_mod.BACKEND_INPUTS_ARTIFACT, ev_mod.PASS_ARTIFACT,
-                                 ev_mod.PROVENANCE_ARTIFACT}
+                                 ev_mod.PROVENANCE_ARTIFACT, ev_mod.PER_CALL_ARTIFACT}
 _CACHE_EVENT = re.compile(r"(fx_graph|aotautograd)_cache_\w+")
 #: a CUDA tensor in a guard (its dispatch keys) or in Inductor's wrapper (its device, its stream)
 _CUDA = re.compile(r"DispatchKeySet\(CUDA|device\(type='cuda'|device='cuda|get_raw_stream")

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.views import frames, guard_checks
+from tcinspect.render import guardcost
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph
 from tcinspect.report import Report
@@ -29,12 +30,16 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
     head.append(f" · cache entries per frame: {entries} · dynamic={rep.options.dynamic or 'auto'}")
     if any(f.limit_hit for f in fr):
         head.append(" · recompile limit hit: the frame ran eagerly after it", style="bold red")
+    cost = guardcost.header(rep)
+    if cost:
+        head.append(f"\n{cost}")
     parts: list[RenderableType] = [head]
     for g in rep.stages.dynamo.graphs:
         checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
         counts = Counter(kind for kind, _, _ in checks)
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        t = Table(title=f"{g.compile_id} · {g.function} · {len(g.guards)} guards ({kinds})", title_justify="left",
+        t = Table(title=f"{g.compile_id} · {g.function} · {len(g.guards)} guards ({kinds})"
+                        f"{guardcost.graph_clause(rep, g.compile_id)}", title_justify="left",
                   header_style="bold")
         t.add_column("kind")
         t.add_column("check", style="cyan")
@@ -73,4 +78,5 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
         parts.append(Text("No recompiles.", style="green"))
     for e in rep.input_errors:
         parts.append(Text(f"{_input_name(e.input_set)} raised: {e.error}", style="red"))
+    parts.extend(guardcost.parts(rep, all_kinds, limit))
     return Group(*parts)

@@ -253,6 +253,7 @@ class _Page:
             if other:
                 parts.append(_guard_table(other, "on types, object identity and attributes", False))
             parts.append("</details>")
+        parts.append(_guard_cost(self.rep))
         parts.append("</section>")
         return "".join(parts)
 
@@ -362,6 +363,55 @@ def _guard_table(items: Sequence[Guard], label: str, open_: bool) -> str:
                    for x in items)
     return _fold(f"{label} · {len(items)}", "<table><thead><tr><th>kind<th>guard<th>source<th>check<th>user code"
                  f"</thead><tbody>{rows}</tbody></table>", open_, "table")
+
+
+def _guard_cost(rep: Report) -> str:
+    """The guard cost: latency per compile, lambda guards, guards that grow with the model, timed calls, levers."""
+    from tcinspect.analysis import guard_cost as gc
+
+    cost = rep.guard_cost
+    if cost is None:
+        return ""
+    graphs = {g.compile_id: g for g in rep.stages.dynamo.graphs}
+    rows, lam, grow = [], [], []
+    for c in cost.compiles:
+        g = graphs.get(c.compile_id)
+        lat = gc.latency_of(c)
+        rows.append(f"<tr><td>{_e(c.compile_id)}<td>{_e(c.function)}<td class=num>{len(g.guards) if g else '-'}"
+                    f"<td class=num>{'-' if lat is None else f'{lat:,.2f}'}<td class=num>{len(c.lambda_guards)}")
+        lam += [f"<tr><td>{_e(c.compile_id)}<td>{_e(x.placement)}<td class=args>{_e(gc.readable(x.expression))}"
+                f"<td>{_e(x.user_code)}" for x in c.lambda_guards]
+        for f in gc.families(g.guards, tuple(x.expression for x in c.lambda_guards)) if g else []:
+            grow.append(f"<tr><td>{_e(c.compile_id)}<td class=name>{_e(f.container)}<td class=num>{f.layers}"
+                        f"<td class=num>{min(f.per_layer)}–{max(f.per_layer)}<td class=num>{f.guards}")
+    out = ["<h3>Guard cost</h3><table><thead><tr><th>compile id<th>function<th>guards<th>latency us"
+           f"<th>lambda guards</thead><tbody>{''.join(rows)}</tbody></table>"
+           "<p>Latency: torch's own measure, one cold run of the guards when it built them.</p>"]
+    if lam:
+        out.append(_fold(f"guards evaluated in Python (LAMBDA_GUARD) · {len(lam)}", "<table><thead><tr><th>compile id"
+                         f"<th>placement<th>guard<th>user code</thead><tbody>{''.join(lam)}</tbody></table>", False,
+                         "table"))
+    if grow:
+        out.append(_fold(f"guards that grow with the model · {len(grow)}", "<table><thead><tr><th>compile id"
+                         "<th>container<th>layers<th>guards per layer<th>guards</thead>"
+                         f"<tbody>{''.join(grow)}</tbody></table>", True, "table"))
+    per = cost.per_call
+    if per is not None and per.calls:
+        calls = "".join(
+            f"<tr><td>{'example_inputs' if s.input_set == 0 else f'input_sets[{s.input_set - 1}]'}"
+            f"<td class=num>{s.call_us:,.2f}<td class=num>{s.lookup_us:,.2f}"
+            f"<td class=num>{'-' if s.before_first_op_us is None else f'{s.before_first_op_us:,.2f}'}"
+            f"<td class=num>{'-' if s.before_share is None else f'{100 * s.before_share:.0f}%'}"
+            f"<td>{_e(', '.join(s.compile_ids))}<td class=num>{s.entries_tried}" for s in gc.per_input_set(per.calls))
+        out.append(f"<h3>Per call (torch.profiler, CPU; {per.runs} timed calls per input set, medians)</h3>"
+                   "<table><thead><tr><th>input set<th>call us<th>cache lookup us<th>before first op us<th>share"
+                   f"<th>ran<th>entries tried</thead><tbody>{calls}</tbody></table>")
+    elif per is not None:
+        out.append(f"<p>Per call: {_e(per.note or 'no call was timed')}</p>")
+    for lv in gc.levers(rep):
+        out.append(f"<p><b>{_e(lv.name)}</b>: <code>{_e(lv.how)}</code><br>evidence: {_e(lv.evidence)}<br>"
+                   f"<b>risk</b>: {_e(lv.risk)}</p>")
+    return "".join(out)
 
 
 def _legend(pic: svg.Picture) -> str:
