@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, compiletime, provenance
+from tcinspect.parse import assemble, compiletime, provenance, regions
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -84,6 +84,7 @@ def report_from_events(
         input_errors=tuple(input_errors),
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
         compile_time=compile_time,
+        regions=regions.build(events, stages, metrics),
     )
 
 
