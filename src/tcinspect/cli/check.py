@@ -24,6 +24,10 @@ MaxKernels = Annotated[Optional[int], _max("--max-kernels", "kernels")]
 MaxCompileTime = Annotated[Optional[float], typer.Option(
     "--max-compile-time", help="Fail when compile time (forward and backward, seconds) exceeds this.",
     show_default=False, min=0, metavar="S")]
+MinRegionReuse = Annotated[Optional[float], typer.Option(
+    "--min-region-reuse", help="Fail when a compiled region's calls reuse an earlier call's subgraph less than this "
+                               "share (0-1), or a block compiled on its own recompiled.",
+    show_default=False, min=0, max=1, metavar="SHARE")]
 CompileTimeTolerance = Annotated[Optional[float], typer.Option(
     "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
                                      "the baseline's (relative, per model); with --update: record compile time.",
@@ -62,6 +66,7 @@ def check(
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
+    min_region_reuse: MinRegionReuse = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks, divergence
@@ -75,7 +80,8 @@ def check(
     baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
-    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
+    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
+                               min_region_reuse)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(

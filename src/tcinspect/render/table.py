@@ -11,12 +11,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.views import parse_warning
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "regions")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -60,6 +61,9 @@ def summary(rep: Report) -> RenderableType:
     table.add_row("kernels", str(s.kernels), "launched by Inductor's wrappers")
     table.add_row("compile time", f"{s.compile_time_s:.2f} s", _stage_times(rep))
     table.add_row("FX graph cache", f"{s.cache_hits} hit / {s.cache_misses} miss", "")
+    regions_row = region_views.summary_line(rep)
+    if regions_row is not None:
+        table.add_row("regions", *regions_row)
     stages = Table(show_header=False, box=None, padding=(0, 2))
     stages.add_column(style="bold")
     stages.add_column()
@@ -267,8 +271,11 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
+        "regions": lambda: _regions(rep),
     }
     for s in chosen:
+        if s == "regions" and stages is None and rep.regions is None:
+            continue  # shown unasked only for a run that compiled regions
         parts.append(Text(""))
         parts.append(builders[s]())
         if s == "aot" and rep.passes:
@@ -276,3 +283,9 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
 
             parts.extend([Text(""), passes(rep)])
     return Group(*parts)
+
+
+def _regions(rep: Report) -> RenderableType:
+    from tcinspect.render.regions import regions
+
+    return regions(rep)
