@@ -191,8 +191,19 @@ def _nested(stages: Stages) -> list[Region]:
                               distinct=len({c.subgraph for c in done}), compile_ids=(dg.compile_id,),
                               region_calls=tuple(done), kernels=_nested_kernels(stages.inductor, dg.compile_id,
                                                                                 {c.node for c in done}),
-                              note="torch times the frame's compile, not each region"))
+                              note=_nested_note(done)))
     return out
+
+
+def _nested_note(calls: Sequence[RegionCall]) -> str:
+    once = [s for s in dict.fromkeys(c.subgraph for c in calls) if sum(1 for c in calls if c.subgraph == s) == 1]
+    note = "torch times the frame's compile, not each region"
+    if once:
+        # torch/_dynamo/output_graph.py (2.13): config.inline_single_use_invoke_subgraph, on by default, inlines a
+        # subgraph with one call site after dynamo_output_graph is logged, before the backend sees the graph
+        note += (f"; {', '.join(once)} has one call: torch versions with inline_single_use_invoke_subgraph (on by "
+                 "default in 2.13) inline it into the graph before the backend")
+    return note
 
 
 def _body_of(bodies: dict[str, _Body], nodes: dict[str, Node],

@@ -508,6 +508,29 @@ def _compile_time(rep: Report) -> str:
             f"{compiletime.timeline(ct)}</section>")
 
 
+def _regions(rep: Report) -> str:
+    """Each compiled region: its calls, which subgraph served each, and what differed where one was not reused."""
+    if rep.regions is None:
+        return ""
+    from tcinspect.analysis.regions import verdict
+
+    parts = [f'<section id="regions"><h2>Regions · {len(rep.regions.regions)}</h2>']
+    for r in rep.regions.regions:
+        rows = "".join(
+            f"<tr><td class=num>{i}<td>{_e(c.subgraph)}<td>{'yes' if c.reused else 'no'}<td>{_e(c.module or '?')}"
+            f"<td>{_e(c.user_line)}<td>{'<br>'.join(_e(x) for x in (c.differed or c.inputs))}"
+            for i, c in enumerate(r.region_calls))
+        times = (f" · compile {r.compile_time_s:.2f} s, recompiles {r.recompile_time_s:.2f} s"
+                 if r.compile_time_s >= 0 else "")
+        parts.append(f'<h3 data-key="region">{_e(r.kind)} {_e(r.function)} ({_e(r.where)})</h3>'
+                     f'<p class="meta">{_e(verdict(r))}{_e(times)}'
+                     f"{' · kernels ' + str(r.kernels) if r.kernels >= 0 else ''} · {_e(r.note)}</p>"
+                     "<table><thead><tr><th>#<th>subgraph<th>reused<th>block<th>call<th>inputs / what differed"
+                     f"</thead><tbody>{rows}</tbody></table>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
 def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 
@@ -519,7 +542,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep)]
+            page.inductor(), _compile_time(rep), _regions(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."
