@@ -148,10 +148,45 @@ def test_blocks_recompiled_per_layer(monkeypatch):
     assert region.distinct == len(graphs) and region.compile_ids == ("0/0", "0/1", "0/2", "0/3")
     assert [c.compile_id for c in rep.stages.dynamo.recompiles] == list(region.compile_ids[1:])
     for k, call in enumerate(region.region_calls[1:]):
-        assert call.differed == tuple(r.strip().splitlines()[0].replace("        ", "  ")
-                                      for r in rep.stages.dynamo.recompiles[k].reasons)
+        newest = rep.stages.dynamo.recompiles[k].reasons[0]  # the failed guard of the compile just before
+        assert call.differed[0] == newest.strip().splitlines()[0].replace("        ", "  ")
         assert f"layers[{k}].is_initialized == False" in call.differed[0]
     from tcinspect.analysis import checks
 
     finding = checks.check_limits("m", rep, checks.Limits(min_region_reuse=0.5))[-1]
     assert finding.status == "fail" and "compiled 4 times" in finding.message
+
+
+# ----------------------------------------------------------------------------- TORCH_TRACE logs (no torch)
+
+LOGS = MODELS.parent / "data" / "torch_trace" / "torch-2.13.0"
+
+
+def _without_times(regions: dict) -> dict:
+    return {"regions": [{k: v for k, v in r.items() if not k.endswith("_time_s")} for r in regions["regions"]]}
+
+
+@pytest.mark.parametrize("case", ["nested_first_differs", "blocks_recompiled"])
+def test_a_torch_trace_log_gives_the_live_regions(case):
+    """The log torch wrote during the capture reads into the live report's regions, and agrees with what the
+    counting backend saw in that run (tests/data/torch_trace/record_regions.py)."""
+    import json
+
+    from tcinspect import serialize
+    from tcinspect.parse import torchtrace
+
+    truth = json.loads((LOGS / f"regions_{case}.truth.json").read_text(encoding="utf-8"))
+    rep = torchtrace.read(LOGS / f"regions_{case}.log.gz")
+    assert rep.regions is not None
+    got = _without_times(serialize.to_dict(rep)["regions"])
+    assert got == _without_times(truth["regions"])
+    (region,) = rep.regions.regions
+    graphs = truth["graphs"]
+    if case == "nested_first_differs":
+        (graph,) = graphs
+        shared = [(c.node, c.subgraph) for c in region.region_calls if c.subgraph != "subgraph_0"]
+        assert shared == [tuple(i[:2]) for i in graph["invokes"]]
+        assert (region.calls, region.distinct) == (4, 2)
+    else:
+        assert region.distinct == len(graphs) == 4 and [g["runs"] for g in graphs] == [1, 1, 1, 1]
+        assert region.compile_time_s > region.recompile_time_s > 0

@@ -262,8 +262,13 @@ def _blocks(events: Sequence[Event], stages: Stages, compiles: Sequence[CompileM
         for k, (c, user_line) in enumerate(items):
             differed: tuple[str, ...] = ()
             if k:
-                differed = tuple(_first_line(r) for r in reasons.get(c.compile_id, ())) or (
+                failed = reasons.get(c.compile_id, ())
+                # torch lists the failed guard of every earlier entry, newest first: the newest is the one
+                # this call could have reused
+                differed = (_first_line(failed[0]),) if failed else (
                     "torch recorded no recompile reason for this compile",)
+                if len(failed) > 1:
+                    differed += (f"and the guards of {len(failed) - 1} earlier compile(s) failed too",)
             calls.append(RegionCall(subgraph=c.compile_id, compile_id=c.compile_id, user_line=user_line,
                                     differed=differed))
         ids = {c.compile_id for c, _ in items}

@@ -16,7 +16,7 @@ def _region_table(region: Region) -> Table:
     for col in ("#", "subgraph", "reused", "block", "call", "inputs / what differed"):
         table.add_column(col, overflow="fold")
     for i, c in enumerate(region.region_calls):
-        detail = "\n".join(c.differed) if c.differed else "\n".join(c.inputs)
+        detail = "\n".join(c.differed or (() if c.reused else c.inputs)) or f"reuses {c.subgraph}"
         table.add_row(str(i), c.subgraph, "yes" if c.reused else "no", c.module or "?", c.user_line, detail)
     return table
 
