@@ -190,3 +190,27 @@ def test_a_torch_trace_log_gives_the_live_regions(case):
     else:
         assert region.distinct == len(graphs) == 4 and [g["runs"] for g in graphs] == [1, 1, 1, 1]
         assert region.compile_time_s > region.recompile_time_s > 0
+
+
+def test_kernels_per_region_from_inductor_s_subgraph_functions():
+    """sample_models/nested_regions.py through Inductor (tests/data/regions-nested-inductor-torch2.13.0-cpu.yaml.gz,
+    saved by `tcinspect trace ... -f yaml`): Inductor compiles subgraph_1 once as its own function,
+    partitioned_fw_subgraph_1_0 (addmm + one C++ kernel) and partitioned_bw_subgraph_1_0 (three), and the
+    forward wrapper calls it three times; subgraph_0, called once, was inlined and its kernels sit in call() with
+    blocks.0 as their provenance."""
+    import gzip
+    import re
+
+    from tcinspect import serialize
+    from tcinspect.parse import regions
+
+    path = MODELS.parent / "data" / "regions-nested-inductor-torch2.13.0-cpu.yaml.gz"
+    rep = serialize.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    fw, bw = rep.stages.inductor.outputs
+    assert regions.subgraph_kernels(fw.wrapper) == {"subgraph_1": 2}
+    assert regions.subgraph_kernels(bw.wrapper) == {"subgraph_1": 3}
+    assert len(re.findall(r"= partitioned_fw_subgraph_1_0\(", fw.wrapper)) == 3  # one run per reusing call
+    inlined = [k for o in (fw, bw) for k in o.kernels if all(m.startswith("blocks.0") for m in k.modules)]
+    assert len(inlined) == sum(len(o.kernels) for o in (fw, bw)) == 5
+    (region,) = regions.build([], rep.stages, rep.compiles).regions
+    assert region.kernels == 2 + 3 + 5 == rep.regions.regions[0].kernels

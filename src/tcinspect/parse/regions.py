@@ -189,8 +189,7 @@ def _nested(stages: Stages) -> list[Region]:
             short = f"{file.rsplit('/', 1)[-1]}:{line}" if file else "?"
             out.append(Region(kind=NESTED, function=function or "?", where=short, calls=len(done),
                               distinct=len({c.subgraph for c in done}), compile_ids=(dg.compile_id,),
-                              region_calls=tuple(done), kernels=_nested_kernels(stages.inductor, dg.compile_id,
-                                                                                {c.node for c in done}),
+                              region_calls=tuple(done), kernels=_nested_kernels(stages.inductor, dg.compile_id, done),
                               note=_nested_note(done)))
     return out
 
@@ -214,11 +213,47 @@ def _body_of(bodies: dict[str, _Body], nodes: dict[str, Node],
     return bodies.get(target, ("", 0, "", (), 0))
 
 
-def _nested_kernels(inductor: InductorStage, compile_id: str, invoke_nodes: set[str]) -> int:
-    kernels = [k for o in inductor.outputs if o.compile_id == compile_id for k in o.kernels]
-    if not kernels or not any(k.dynamo_nodes for k in kernels):
+_SUBGRAPH_FN = re.compile(r"^def partitioned_(?:fw|bw)_(subgraph_\d+)_\d+\(")
+_LAUNCH = re.compile(r"^\s*(?:\w+ = )?(?:extern_kernels\.\w+\(|cpp_fused_\w+\(|\w+\.run\()")
+
+
+def subgraph_kernels(wrapper: str) -> dict[str, int]:
+    """Kernel launches in each invoke_subgraph body Inductor compiled as a function of its own
+    (``def partitioned_fw_subgraph_1_0(args)``, called once per region call), by identifier."""
+    out: dict[str, int] = {}
+    current = ""
+    for line in wrapper.splitlines():
+        m = _SUBGRAPH_FN.match(line)
+        if m:
+            current = m.group(1)
+            out.setdefault(current, 0)
+        elif current and line and not line[0].isspace():
+            current = ""
+        elif current and _LAUNCH.match(line):
+            out[current] += 1
+    return out
+
+
+def _nested_kernels(inductor: InductorStage, compile_id: str, calls: Sequence[RegionCall]) -> int:
+    """Kernels Inductor made for the region: those of its subgraphs' own functions (compiled once, run by every
+    call), and for a subgraph torch inlined (one call), the catalog's kernels whose provenance names only that
+    call's block. -1 when Inductor made no output code, or an inlined call's kernels have no provenance."""
+    outputs = [o for o in inductor.outputs if o.compile_id == compile_id]
+    if not outputs:
         return -1
-    return sum(1 for k in kernels if invoke_nodes & set(k.dynamo_nodes))
+    idents = {c.subgraph for c in calls}
+    total = 0
+    for o in outputs:
+        total += sum(n for ident, n in subgraph_kernels(o.wrapper).items() if ident in idents)
+    for c in calls:
+        if sum(d.subgraph == c.subgraph for d in calls) > 1:
+            continue
+        kernels = [k for o in outputs for k in o.kernels]
+        if not c.module or not any(k.modules for k in kernels):
+            return -1
+        total += sum(1 for k in kernels if k.modules and all(
+            m == c.module or m.startswith(c.module + ".") for m in k.modules))
+    return total
 
 
 # ----------------------------------------------------------------------------- compiled blocks

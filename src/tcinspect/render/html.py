@@ -518,7 +518,7 @@ def _regions(rep: Report) -> str:
     for r in rep.regions.regions:
         rows = "".join(
             f"<tr><td class=num>{i}<td>{_e(c.subgraph)}<td>{'yes' if c.reused else 'no'}<td>{_e(c.module or '?')}"
-            f"<td>{_e(c.user_line)}<td>{'<br>'.join(_e(x) for x in (c.differed or (() if c.reused else c.inputs))) or 'reuses ' + _e(c.subgraph)}"
+            f"<td>{_e(c.user_line)}<td>{'<br>'.join(_e(x) for x in (c.differed or (() if c.reused else c.inputs))) or ('reuses ' + _e(c.subgraph) if c.reused else 'first compile')}"
             for i, c in enumerate(r.region_calls))
         times = (f" · compile {r.compile_time_s:.2f} s, recompiles {r.recompile_time_s:.2f} s"
                  if r.compile_time_s >= 0 else "")

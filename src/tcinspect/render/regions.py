@@ -16,7 +16,8 @@ def _region_table(region: Region) -> Table:
     for col in ("#", "subgraph", "reused", "block", "call", "inputs / what differed"):
         table.add_column(col, overflow="fold")
     for i, c in enumerate(region.region_calls):
-        detail = "\n".join(c.differed or (() if c.reused else c.inputs)) or f"reuses {c.subgraph}"
+        detail = "\n".join(c.differed or (() if c.reused else c.inputs)) or (
+            f"reuses {c.subgraph}" if c.reused else "first compile")
         table.add_row(str(i), c.subgraph, "yes" if c.reused else "no", c.module or "?", c.user_line, detail)
     return table
 
@@ -31,8 +32,16 @@ def regions(rep: Report) -> RenderableType:
         extra = []
         if r.compile_time_s >= 0:
             extra.append(f"compile {r.compile_time_s:.2f} s, of which recompiles {r.recompile_time_s:.2f} s")
-        extra.append(f"kernels {r.kernels}" if r.kernels >= 0 else "kernels per region: not stated by provenance")
+        extra.append(_kernels(rep, r))
         if r.note:
             extra.append(r.note)
         parts.append(Text("  " + " · ".join(extra), style="dim"))
     return Group(*parts)
+
+
+def _kernels(rep: Report, region: Region) -> str:
+    if region.kernels >= 0:
+        return f"kernels {region.kernels}"
+    if not rep.stages.inductor.outputs:
+        return "kernels: none (Inductor made no output code)"
+    return "kernels per region: not stated by Inductor's provenance"
