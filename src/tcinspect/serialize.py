@@ -81,6 +81,12 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         out["shapes"] = _plain(rep.shapes)
     if rep.guard_cost is not None and timings:  # measured, like compile_time: --no-timings leaves it out
         out["guard_cost"] = _plain(rep.guard_cost)
+    if rep.regions is not None:  # only a run that compiled regions has it; other reports stay as they were
+        out["regions"] = _plain(rep.regions)
+        if not timings:
+            for r in out["regions"]["regions"]:
+                for key in [k for k in r if k.endswith("_time_s")]:
+                    del r[key]
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -164,7 +170,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
 
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure", "cudagraphs", "shapes", "guard_cost")
+                     "failure", "cudagraphs", "shapes", "guard_cost", "regions")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
 ADDED_TO_SCHEMA_1 = frozenset({

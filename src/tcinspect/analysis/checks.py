@@ -44,13 +44,15 @@ class Limits:
     cudagraph_recordings: Optional[int] = None
     #: microseconds of guard latency, the largest of any compile's (``--max-guard-latency-us``)
     guard_latency_us: Optional[float] = None
+    #: lowest share of a region's calls that reuse an earlier call's subgraph, 0-1 (``--min-region-reuse``)
+    min_region_reuse: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
 
     def any(self) -> bool:
-        return bool(self.items()) or self.compile_time_s is not None or self.guard_latency_us is not None or any(
-            getattr(self, m) is not None for m in SECTION_METRICS)
+        return bool(self.items()) or self.compile_time_s is not None or self.guard_latency_us is not None or \
+            self.min_region_reuse is not None or any(getattr(self, m) is not None for m in SECTION_METRICS)
 
 
 def _cudagraphs(rep: Report, what: str) -> Optional[int]:
@@ -136,6 +138,31 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
             out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
     if limits.guard_latency_us is not None:
         out.append(_guard_latency_finding(model, rep, limits.guard_latency_us))
+    if limits.min_region_reuse is not None:
+        out += region_findings(model, rep, limits.min_region_reuse)
+    return out
+
+
+def region_findings(model: str, rep: Report, minimum: float) -> list[Finding]:
+    """``--min-region-reuse``: each region's reuse share against the minimum. A compiled block's calls served
+    from Dynamo's cache are not recorded, so its share is unknown: it fails only when it recompiled."""
+    from tcinspect.analysis.regions import verdict
+
+    regions = rep.regions.regions if rep.regions else ()
+    if not regions:
+        return [Finding(model, "region_reuse", "fail", "no region compiled (no nested_compile_region call and no "
+                        "block compiled on its own)", rep.target.path)]
+    out = []
+    for r in regions:
+        name = f"{r.kind} {r.function} ({r.where})"
+        if r.reuse is not None:
+            ok = r.reuse >= minimum
+            text = (f"{name}: reuse {100 * r.reuse:.0f}% {'>=' if ok else '<'} min {100 * minimum:.0f}% "
+                    f"({verdict(r)})")
+        else:
+            ok = r.distinct == 1 or minimum == 0
+            text = f"{name}: {verdict(r)}" + ("" if ok else f"; reuse below min {100 * minimum:.0f}%")
+        out.append(Finding(model, "region_reuse", "ok" if ok else "fail", text, "" if ok else rep.target.path))
     return out
 
 
@@ -188,6 +215,11 @@ def snapshot(rep: Report, compile_time: bool = False, guard_latency_us: bool = F
     if guard_latency_us:
         worst = guard_latency(rep.target.path or rep.target.model_name, rep)
         entry["guard_latency_us"] = worst[1] if worst else 0
+    from tcinspect.analysis.regions import lowest_reuse
+
+    reuse = lowest_reuse(rep)
+    if reuse is not None:  # only a run with regions: other baselines stay as they were
+        entry["region_reuse"] = reuse
     return entry
 
 
@@ -311,7 +343,23 @@ def compare(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
     old_reasons = set(base.get("recompile_reasons", []) or [])
     for reason in sorted({r for rc in rep.stages.dynamo.recompiles for r in rc.reasons} - old_reasons):
         out.append(Finding(model, "new recompile reason", "fail", f"new recompile reason: {reason}", rep.target.path))
+    before_reuse = base.get("region_reuse")
+    if isinstance(before_reuse, (int, float)) and not isinstance(before_reuse, bool):
+        from tcinspect.analysis.regions import lowest_reuse
+
+        now_reuse = lowest_reuse(rep)
+        if now_reuse is None or now_reuse < before_reuse:
+            out.append(Finding(model, "region_reuse", "fail", f"region reuse {_pct(now_reuse)} < baseline "
+                               f"{_pct(before_reuse)}", rep.target.path))
+        else:
+            out.append(Finding(model, "region_reuse", "ok" if now_reuse == before_reuse else "improved",
+                               f"region reuse {_pct(now_reuse)} {'=' if now_reuse == before_reuse else '>'} baseline "
+                               f"{_pct(before_reuse)}"))
     return out
+
+
+def _pct(share: Optional[float]) -> str:
+    return "none" if share is None else f"{100 * share:.0f}%"
 
 
 def parse_limits(values: dict[str, Any], where: str) -> Limits:
@@ -339,8 +387,13 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency <= 0):
         raise UsageError(f"{where}: max_guard_latency_us must be a number of microseconds > 0, not {latency!r}",
                          f"fix max_guard_latency_us in {where}")
+    reuse = values.get("min_region_reuse")
+    if reuse is not None and (isinstance(reuse, bool) or not isinstance(reuse, (int, float)) or not 0 <= reuse <= 1):
+        raise UsageError(f"{where}: min_region_reuse must be a share from 0 to 1, not {reuse!r}",
+                         f"fix min_region_reuse in {where}")
     return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None,
-                  guard_latency_us=float(latency) if latency is not None else None)
+                  guard_latency_us=float(latency) if latency is not None else None,
+                  min_region_reuse=float(reuse) if reuse is not None else None)
 
 
 @dataclass(frozen=True)
@@ -399,7 +452,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     """Command-line limits win over per-model budgets, which win over the config's defaults."""
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
-    for m in (*METRICS, "compile_time_s", "guard_latency_us", *SECTION_METRICS):
+    for m in (*METRICS, "compile_time_s", "guard_latency_us", "min_region_reuse", *SECTION_METRICS):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

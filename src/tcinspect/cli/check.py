@@ -27,6 +27,10 @@ MaxCompileTime = Annotated[Optional[float], typer.Option(
 MaxCudagraphSkips = Annotated[Optional[int], _max("--max-cudagraph-skips", "CUDA graph skips torch logged (--mode reduce-overhead)")]
 MaxCudagraphRecordings = Annotated[Optional[int], _max(
     "--max-cudagraph-recordings", "CUDA graph recordings, re-recordings included (--mode reduce-overhead)")]
+MinRegionReuse = Annotated[Optional[float], typer.Option(
+    "--min-region-reuse", help="Fail when a compiled region's calls reuse an earlier call's subgraph less than this "
+                               "share (0-1), or a block compiled on its own recompiled.",
+    show_default=False, min=0, max=1, metavar="SHARE")]
 CompileTimeTolerance = Annotated[Optional[float], typer.Option(
     "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
                                      "the baseline's (relative, per model); with --update: record compile time.",
@@ -84,6 +88,7 @@ def check(
                             "any other specialization fails.", show_default=False, metavar="SOURCE")] = None,
     max_guard_latency_us: MaxGuardLatency = None,
     guard_latency_tolerance: GuardLatencyTolerance = None,
+    min_region_reuse: MinRegionReuse = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks, divergence, shapecheck
@@ -99,7 +104,7 @@ def check(
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
                                cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
-                               guard_latency_us=max_guard_latency_us)
+                               guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if guard_latency_tolerance is not None and baseline_path is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, compiletime, cudagraphs, guardcost, provenance, shapes
+from tcinspect.parse import assemble, compiletime, cudagraphs, guardcost, provenance, regions, shapes
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -92,6 +92,7 @@ def report_from_events(
         cudagraphs=cudagraphs.build(events, options, stages, device, from_log=target.kind == "torch_trace"),
         shapes=shape_section,
         guard_cost=guardcost.build(events),
+        regions=regions.build(events, stages, metrics),
     )
 
 

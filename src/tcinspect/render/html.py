@@ -578,10 +578,35 @@ def _cudagraphs(rep: Report) -> str:
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in cg.notes)
     return (f'<section id="cudagraphs"><h2>CUDA graphs</h2><p class="meta">{_e(summary_line(cg))}</p>'
             f"{table}{notes}</section>")
+
+
 def _shapes(rep: Report) -> str:
     from tcinspect.render.shapes import section_html
 
     return section_html(rep)
+
+
+def _regions(rep: Report) -> str:
+    """Each compiled region: its calls, which subgraph served each, and what differed where one was not reused."""
+    if rep.regions is None:
+        return ""
+    from tcinspect.analysis.regions import verdict
+
+    parts = [f'<section id="regions"><h2>Regions · {len(rep.regions.regions)}</h2>']
+    for r in rep.regions.regions:
+        rows = "".join(
+            f"<tr><td class=num>{i}<td>{_e(c.subgraph)}<td>{'yes' if c.reused else 'no'}<td>{_e(c.module or '?')}"
+            f"<td>{_e(c.user_line)}<td>{'<br>'.join(_e(x) for x in (c.differed or (() if c.reused else c.inputs))) or ('reuses ' + _e(c.subgraph) if c.reused else 'first compile')}"
+            for i, c in enumerate(r.region_calls))
+        times = (f" · compile {r.compile_time_s:.2f} s, recompiles {r.recompile_time_s:.2f} s"
+                 if r.compile_time_s >= 0 else "")
+        parts.append(f'<h3 data-key="region">{_e(r.kind)} {_e(r.function)} ({_e(r.where)})</h3>'
+                     f'<p class="meta">{_e(verdict(r))}{_e(times)}'
+                     f"{' · kernels ' + str(r.kernels) if r.kernels >= 0 else ''} · {_e(r.note)}</p>"
+                     "<table><thead><tr><th>#<th>subgraph<th>reused<th>block<th>call<th>inputs / what differed"
+                     f"</thead><tbody>{rows}</tbody></table>")
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _pygments_css() -> str:
@@ -595,7 +620,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep)]
+            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."

@@ -11,6 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.collectives import of_stages
 from tcinspect.analysis.views import parse_warning
 from tcinspect.render.collectives import collectives as collectives_view
@@ -20,7 +21,7 @@ from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives", "shapes")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives", "shapes", "regions")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -67,6 +68,9 @@ def summary(rep: Report) -> RenderableType:
     if rep.cudagraphs is not None:
         table.add_row("CUDA graphs", str(sum(1 for g in rep.cudagraphs.graphs if g.status == "recorded")),
                       cudagraph_summary(rep.cudagraphs))
+    regions_row = region_views.summary_line(rep)
+    if regions_row is not None:
+        table.add_row("regions", *regions_row)
     stages = Table(show_header=False, box=None, padding=(0, 2))
     stages.add_column(style="bold")
     stages.add_column()
@@ -277,6 +281,7 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "cudagraphs": lambda: cudagraphs_view(rep),
         "collectives": lambda: collectives_view(rep),
         "shapes": lambda: _shapes(rep),
+        "regions": lambda: _regions(rep),
     }
     if stages is None and rep.shapes is None:
         chosen.remove("shapes")  # a run with no dynamic-shape event: nothing to say unless asked
@@ -284,6 +289,8 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         if stages is None and ((s == "cudagraphs" and rep.cudagraphs is None)
                                or (s == "collectives" and not of_stages(rep.stages))):
             continue  # nothing to say: said only when asked for
+        if s == "regions" and stages is None and rep.regions is None:
+            continue  # shown unasked only for a run that compiled regions
         parts.append(Text(""))
         parts.append(builders[s]())
         if s == "aot" and rep.passes:
@@ -297,3 +304,7 @@ def _shapes(rep: Report) -> RenderableType:
     from tcinspect.render.shapes import shapes
 
     return shapes(rep)
+def _regions(rep: Report) -> RenderableType:
+    from tcinspect.render.regions import regions
+
+    return regions(rep)
