@@ -69,6 +69,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         out["compile_time"] = _plain(rep.compile_time)
     if rep.failure is not None:  # only a failed run's: ok reports stay as they were
         out["failure"] = _plain(rep.failure)
+    if rep.memory is not None:  # only a run with a backward graph has one; other reports stay as they were
+        out["memory"] = _plain(rep.memory)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -152,7 +154,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
 
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure")
+                     "failure", "memory")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
 ADDED_TO_SCHEMA_1 = frozenset({

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect.analysis import roofline
-from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, verify
+from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.parse import assemble, provenance
+from tcinspect.parse import memory as memory_mod
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
@@ -57,6 +58,11 @@ class Recorder(logging.Handler):
             self._wrapper = event.payload
         elif event.name == provenance.STACK_TRACES:
             self._provenance(event)
+        elif event.name == "aot_forward_graph":
+            modules, note = _compat.saved_modules(self.module_names)
+            self._add(replace(event, name=ev_mod.SAVED_MODULES_ARTIFACT,
+                              meta={"name": ev_mod.SAVED_MODULES_ARTIFACT, "encoding": "json"},
+                              payload=memory_mod.modules_record(modules, note)))
 
     def _add(self, event: ev_mod.Event) -> None:
         self.events.append(event)
@@ -188,6 +194,7 @@ class _Run:
             if self.quiet:
                 stack.enter_context(_compat.quiet_torch_logs())
             stack.enter_context(_compat.provenance_tracking())
+            stack.enter_context(_compat.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
             stack.enter_context(_compat.trace_handler(self.recorder))
             try:
                 yield
@@ -316,10 +323,11 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts.compile, bench)
                     if bench is not None and run.failure is None else None)
+        peaks = memory.measure(model, compiled, inputs, run, device) if run.failure is None else None
     if measured is not None and bench is not None and bench.try_mode:
         # after the recording: the other mode's compile is no part of this report
         gpu_timing.try_mode(measured, model, inputs, run.step, opts.compile, bench.try_mode)
-    return roofline.attach(run.report(target, device), measured)
+    return memory.attach(roofline.attach(run.report(target, device), measured), peaks, device, opts)
 
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",

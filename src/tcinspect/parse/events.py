@@ -37,6 +37,9 @@ BACKEND_INPUTS_ARTIFACT = "tcinspect_backend_inputs"
 PASS_ARTIFACT = "tcinspect_pass"
 #: tcinspect's record of a graph's kernel provenance (parse/provenance.py: OWN)
 PROVENANCE_ARTIFACT = "tcinspect_provenance"
+#: tcinspect's records for ``memory`` (parse/memory.py): each forward node's module, and Inductor's peak estimates
+SAVED_MODULES_ARTIFACT = "tcinspect_saved_modules"
+INDUCTOR_MEMORY_ARTIFACT = "tcinspect_inductor_memory"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
 PARSED = frozenset({
@@ -224,7 +227,9 @@ def read_trace(path: Union[str, Path]) -> tuple[list[Event], int]:
 def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
-            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT) or _KNOWN_PATTERN.fullmatch(name) is not None)
+            or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
+                        SAVED_MODULES_ARTIFACT, INDUCTOR_MEMORY_ARTIFACT)
+            or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 
 def parse_health(events: Iterable[Event], lines_not_understood: int = 0,

@@ -15,6 +15,7 @@ from typing import Optional
 
 from tcinspect._version import __version__
 from tcinspect.parse import assemble, compiletime, provenance
+from tcinspect.parse import memory as memory_mod
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -84,6 +85,7 @@ def report_from_events(
         input_errors=tuple(input_errors),
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
         compile_time=compile_time,
+        memory=memory_mod.build(events, stages),
     )
 
 
