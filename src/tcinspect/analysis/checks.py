@@ -39,12 +39,17 @@ class Limits:
     kernels: Optional[int] = None
     #: seconds of compile time, forward and backward (``--max-compile-time``)
     compile_time_s: Optional[float] = None
+    #: bytes the forward graphs save for backward (``--max-saved-bytes``)
+    saved_bytes: Optional[int] = None
+    #: compiled / eager peak of one training step, measured on a CUDA GPU (``--max-peak-ratio``)
+    peak_ratio: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
 
     def any(self) -> bool:
-        return bool(self.items()) or self.compile_time_s is not None
+        return bool(self.items()) or any(v is not None for v in (self.compile_time_s, self.saved_bytes,
+                                                                  self.peak_ratio))
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,65 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         out.append(Finding(model, "compile_time", status, f"compile time {took:.2f} s "
                            f"{'>' if status == 'fail' else '<='} max {limits.compile_time_s:g} s",
                            rep.target.path if status == "fail" else ""))
+    out += memory_limits(model, rep, limits)
+    return out
+
+
+def saved_bytes(rep: Report) -> int:
+    """Bytes the report's forward graphs save for backward (0 when none has a backward)."""
+    return rep.memory.saved_bytes if rep.memory is not None else 0
+
+
+def memory_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
+    """``--max-saved-bytes`` and ``--max-peak-ratio``; a ratio that was not measured is said, not judged."""
+    from tcinspect.analysis.memory import peak_ratio
+
+    out = []
+    if limits.saved_bytes is not None:
+        now = saved_bytes(rep)
+        status = "fail" if now > limits.saved_bytes else "ok"
+        out.append(Finding(model, "saved_bytes", status, f"saved for backward {now:,} B "
+                           f"{'>' if status == 'fail' else '<='} max {limits.saved_bytes:,} B",
+                           rep.target.path if status == "fail" else ""))
+    if limits.peak_ratio is not None:
+        ratio = peak_ratio(rep)
+        if ratio is None:
+            why = rep.memory.not_measured if rep.memory is not None and rep.memory.not_measured else \
+                "not measured (no backward graph, or a report without a measurement)"
+            out.append(Finding(model, "peak_ratio", "ok", f"peak ratio not checked: {why}"))
+        else:
+            status = "fail" if ratio > limits.peak_ratio else "ok"
+            out.append(Finding(model, "peak_ratio", status, f"peak compiled/eager {ratio:.3f} "
+                               f"{'>' if status == 'fail' else '<='} max {limits.peak_ratio:g}",
+                               rep.target.path if status == "fail" else ""))
+    return out
+
+
+#: how far the measured peak ratio may rise above its baseline before ``check`` fails (absolute)
+PEAK_RATIO_SLACK = 0.05
+
+
+def compare_memory(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
+    """Saved bytes (exact) and the peak ratio (within PEAK_RATIO_SLACK) against a baseline that records them."""
+    from tcinspect.analysis.memory import peak_ratio
+
+    out = []
+    before = base.get("saved_bytes")
+    if isinstance(before, int) and not isinstance(before, bool):
+        now = saved_bytes(rep)
+        if now > before:
+            out.append(Finding(model, "saved_bytes", "fail", f"saved for backward {now:,} B > baseline {before:,} B",
+                               rep.target.path))
+        elif now < before:
+            out.append(Finding(model, "saved_bytes", "improved", f"saved for backward {now:,} B < baseline {before:,} B"))
+        else:
+            out.append(Finding(model, "saved_bytes", "ok", f"saved for backward {now:,} B = baseline"))
+    old = base.get("peak_ratio")
+    ratio = peak_ratio(rep)
+    if isinstance(old, (int, float)) and not isinstance(old, bool) and ratio is not None:
+        text = f"peak compiled/eager {ratio:.3f} vs baseline {old:.3f} (slack {PEAK_RATIO_SLACK})"
+        status = "fail" if ratio > old + PEAK_RATIO_SLACK else ("improved" if ratio < old - PEAK_RATIO_SLACK else "ok")
+        out.append(Finding(model, "peak_ratio", status, text, rep.target.path if status == "fail" else ""))
     return out
 
 
@@ -117,6 +181,13 @@ def snapshot(rep: Report, compile_time: bool = False) -> dict[str, Any]:
     entry["recompile_reasons"] = reasons
     if compile_time:
         entry["compile_time_s"] = round(rep.summary.compile_time_s, 3)
+    if rep.memory is not None:
+        from tcinspect.analysis.memory import peak_ratio
+
+        entry["saved_bytes"] = saved_bytes(rep)
+        ratio = peak_ratio(rep)
+        if ratio is not None:
+            entry["peak_ratio"] = ratio
     return entry
 
 
@@ -226,7 +297,15 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
         raise UsageError(f"{where}: max_compile_time must be a number of seconds > 0, not {seconds!r}",
                          f"fix max_compile_time in {where}")
-    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None)
+    saved = values.get("max_saved_bytes")
+    if saved is not None and (isinstance(saved, bool) or not isinstance(saved, int) or saved < 0):
+        raise UsageError(f"{where}: max_saved_bytes must be a whole number >= 0, not {saved!r}",
+                         f"fix max_saved_bytes in {where}")
+    ratio = values.get("max_peak_ratio")
+    if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0):
+        raise UsageError(f"{where}: max_peak_ratio must be a number > 0, not {ratio!r}", f"fix max_peak_ratio in {where}")
+    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None, saved_bytes=saved,
+                  peak_ratio=float(ratio) if ratio is not None else None)
 
 
 @dataclass(frozen=True)
@@ -285,7 +364,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     """Command-line limits win over per-model budgets, which win over the config's defaults."""
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
-    for m in (*METRICS, "compile_time_s"):
+    for m in (*METRICS, "compile_time_s", "saved_bytes", "peak_ratio"):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

@@ -17,8 +17,8 @@ from tcinspect.analysis import roofline
 from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.parse import assemble, provenance
-from tcinspect.parse import memory as memory_mod
 from tcinspect.parse import events as ev_mod
+from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
 

@@ -28,6 +28,13 @@ CompileTimeTolerance = Annotated[Optional[float], typer.Option(
     "--compile-time-tolerance", help="With --baseline: fail when compile time is more than this many percent above "
                                      "the baseline's (relative, per model); with --update: record compile time.",
     show_default=False, min=0, metavar="PCT")]
+MaxSavedBytes = Annotated[Optional[int], typer.Option(
+    "--max-saved-bytes", help="Fail when the forward graphs save more than this many bytes for backward "
+                              "(tcinspect memory).", show_default=False, min=0, metavar="BYTES")]
+MaxPeakRatio = Annotated[Optional[float], typer.Option(
+    "--max-peak-ratio", help="Fail when one training step's peak memory compiled over eager exceeds this "
+                             "(measured on a CUDA device only; elsewhere said, not checked).",
+    show_default=False, min=0, metavar="RATIO")]
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
@@ -62,6 +69,8 @@ def check(
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
+    max_saved_bytes: MaxSavedBytes = None,
+    max_peak_ratio: MaxPeakRatio = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks, divergence
@@ -75,7 +84,8 @@ def check(
     baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
     if update and baseline_path is None:
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
-    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
+    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
+                               max_saved_bytes, max_peak_ratio)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(
@@ -103,6 +113,7 @@ def check(
                                  f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
             for prefix, one in divergence.per_rank(rep):
                 outcome.findings += divergence.labelled(checks.compare(name, one, base[name]), prefix)
+            outcome.findings += checks.compare_memory(name, rep, base[name])
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))

@@ -15,8 +15,8 @@ from typing import Optional
 
 from tcinspect._version import __version__
 from tcinspect.parse import assemble, compiletime, provenance
-from tcinspect.parse import memory as memory_mod
 from tcinspect.parse import breaks as breaks_mod
+from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
 from tcinspect.report import Failure as ReportFailure

@@ -27,7 +27,6 @@ from tcinspect.parse.fxgraph import _split_top
 from tcinspect.report import (
     AotGraphs,
     DynamoGraph,
-    Graph,
     GraphMemory,
     InductorPeak,
     Memory,
@@ -232,7 +231,8 @@ def build(events: Sequence[Event], stages: Stages, not_measured: str = "") -> Op
             modules = {str(k): str(v) for k, v in (data.get("modules") or {}).items()} if isinstance(data, dict) else {}
             note = str(data.get("note", "")) if isinstance(data, dict) else (
                 "no module record: a recorded trace or TORCH_TRACE log (tcinspect logs one in its own captures)")
-            mc = ev_mod.json_payload(budgets[i]) if i < len(budgets) and budgets[i] is not None else None
+            cut = budgets[i] if i < len(budgets) else None
+            mc = ev_mod.json_payload(cut) if cut is not None else None
             budget = float(mc.get("Memory Budget", -1.0)) if isinstance(mc, dict) else -1.0
             mine = tuple(peaks) if i == 0 else ()  # several forwards under one compile id: DDPOptimizer's
             gm = graph_memory(cid, aot, dynamo.get(cid), hints.get(cid, {}), modules, note, budget, mine)

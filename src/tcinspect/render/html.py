@@ -159,7 +159,8 @@ class _Page:
         nav = "".join(f'<a href="#{k}">{v}</a>' for k, v in (
             ("summary", "Summary"), ("dynamo", "Dynamo graphs"), ("guards", "Guards"), ("breaks", "Graph breaks"),
             ("aot", "AOT graphs"), ("inductor", "Inductor kernels"))
-            + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ()))
+            + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ())
+            + ((("memory", "Memory"),) if self.rep.memory is not None else ()))
         return f'<header><h1>tcinspect <span class="target">{_e(what)}</span></h1><p class="meta">{_e(meta)}</p>' \
                f"<nav>{nav}</nav></header>"
 
@@ -508,6 +509,15 @@ def _compile_time(rep: Report) -> str:
             f"{compiletime.timeline(ct)}</section>")
 
 
+def _memory(rep: Report) -> str:
+    """Saved-for-backward bytes, a bar per module, and the measured peaks (``tcinspect memory``)."""
+    if rep.memory is None:
+        return ""
+    from tcinspect.render import memory
+
+    return f'<section id="memory"><h2>Memory</h2>{memory.html_section(rep)}</section>'
+
+
 def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 
@@ -519,7 +529,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep)]
+            page.inductor(), _compile_time(rep), _memory(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."

@@ -16,7 +16,7 @@ from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "memory")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -258,7 +258,8 @@ def inductor(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) 
 def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False,
           limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     """The whole `trace` view: header, summary, then each selected stage (``limit`` rows a table; None: all)."""
-    chosen = [s for s in STAGES if stages is None or s in stages]
+    chosen = [s for s in STAGES if (stages is None and (s != "memory" or rep.memory is not None))
+              or (stages is not None and s in stages)]
     parts: list[RenderableType] = [header(rep)]
     builders = {
         "summary": lambda: summary(rep),
@@ -267,6 +268,7 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
+        "memory": lambda: _memory(rep, limit),
     }
     for s in chosen:
         parts.append(Text(""))
@@ -276,3 +278,9 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
 
             parts.extend([Text(""), passes(rep)])
     return Group(*parts)
+
+
+def _memory(rep: Report, limit: Optional[int]) -> RenderableType:
+    from tcinspect.render import memory
+
+    return memory.table(rep, limit)
