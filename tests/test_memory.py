@@ -27,16 +27,16 @@ from tcinspect.report import (
 )
 
 
-def _saved_by_hooks(model, inputs) -> tuple[int, int, int]:
+def _saved_by_hooks(model, inputs, backend: str = "aot_eager") -> tuple[int, int, int]:
     """(bytes of every storage saved for backward, of those that are parameters/buffers, storages) for one
-    call of ``model`` compiled with aot_eager, measured by saved_tensors_hooks around the compiled call."""
+    call of ``model`` compiled with ``backend``, measured by saved_tensors_hooks around the compiled call."""
     import torch
 
     from tcinspect.capturing.outputs import scalar_loss
 
     torch._dynamo.reset()
     try:
-        compiled = torch.compile(model, backend="aot_eager")
+        compiled = torch.compile(model, backend=backend)
         scalar_loss(compiled(*inputs)).backward()  # compiles forward and backward, outside the hooks
         seen: dict[int, int] = {}
 
@@ -80,6 +80,21 @@ def test_saved_bytes_equal_what_autograd_saved(conformance, name):
     if name != "mlp_train":  # nn.Sequential's modules are named 0, 1, ...; the HF models' by attribute
         assert all(t.module for t in g.saved if t.kind == "activation"), [t.name for t in g.saved if not t.module]
         assert any(t.line for t in g.saved if t.kind == "activation")
+
+
+@pytest.mark.conformance
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mlp_train", "gpt2"])
+def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name):
+    """Inductor's partition (min-cut with Inductor's recompute choices) saves a different set than aot_eager's:
+    the count is of Inductor's forward graph, and again equals what the compiled call saved."""
+    case = conformance(name, "inductor")
+    g = case.report.memory.graphs[0]
+    model, inputs = _model_of(case)
+    total, own, storages = _saved_by_hooks(model, inputs, "inductor")
+    assert (g.saved_bytes, g.bytes_of("parameter"), sum(1 for t in g.saved if t.bytes)) == (total, own, storages)
+    assert {p.part for p in g.inductor_peaks} == {"forward", "backward"}  # reorder_for_peak_memory's estimates
+    assert all(p.chosen > 0 and p.methods[0][0] == "baseline" for p in g.inductor_peaks)
 
 
 def test_symbolic_sizes_give_an_expression_and_the_bytes_at_the_hint():
