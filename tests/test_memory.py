@@ -16,7 +16,6 @@ from tcinspect.parse import memory as parse_memory
 from tcinspect.report import (
     AotGraphs,
     AotStage,
-    Graph,
     GraphMemory,
     Memory,
     MemoryMeasurement,
@@ -210,7 +209,6 @@ def test_memory_round_trips_and_renders(tmp_path):
 
 def test_memory_command_on_a_saved_report_and_the_cpu_note(tmp_path, capsys):
     from conftest import cli
-
     from tcinspect import serialize
 
     path = tmp_path / "r.yaml"

@@ -19,11 +19,11 @@ class Share:
     activation_bytes: int
 
 
-def _shares(graphs: tuple[GraphMemory, ...], key_of: Any) -> list[Share]:
+def _shares(graphs: tuple[GraphMemory, ...], key_of: Any, missing: str) -> list[Share]:
     totals: dict[str, list[int]] = {}
     for g in graphs:
         for t in g.saved:
-            key = key_of(t) or "(unknown)"
+            key = key_of(t) or missing
             row = totals.setdefault(key, [0, 0, 0])
             row[0] += t.bytes
             row[1] += 1
@@ -41,12 +41,13 @@ def _plain(value: Any) -> Any:
 
 def by_module(mem: Memory) -> list[Share]:
     """Saved bytes per module path (a parameter counts for its own module), largest first."""
-    return _shares(mem.graphs, lambda t: t.module)
+    return _shares(mem.graphs, lambda t: t.module, "(no module)")
 
 
 def by_line(mem: Memory) -> list[Share]:
     """Saved bytes per user line of the node that produced them, largest first (inputs have no line)."""
-    return _shares(mem.graphs, lambda t: t.line.rsplit("/", 1)[-1] if t.line else ("(graph input)" if t.kind != "activation" else ""))
+    return _shares(mem.graphs, lambda t: t.line.rsplit("/", 1)[-1] if t.line else (
+        "(graph input)" if t.kind != "activation" else ""), "(no user line)")
 
 
 def human(n: int) -> str:

@@ -13,8 +13,7 @@ FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml, jso
                                                                "with a bar per module).")]
 
 
-@app.command("memory", epilog="Example: tcinspect memory sample_models/tiny.py --backend aot_eager  ·  "
-                              "tcinspect memory model.py --device cuda (measures the step's peaks)")
+@app.command("memory", epilog="Example: tcinspect memory sample_models/transformer_block.py --backend aot_eager")
 def memory(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,

@@ -40,17 +40,23 @@ def _graph_head(g: GraphMemory) -> Text:
 
 def _saved_table(g: GraphMemory, limit: int | None) -> Table:
     t = Table(box=None, padding=(0, 2), title_justify="left")
-    for col, just in (("tensor", "left"), ("kind", "left"), ("dtype[shape]", "left"), ("bytes", "right"),
-                      ("produced by", "left"), ("module", "left"), ("line", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    lines = any(s.line for s in g.saved)
+    t.add_column("tensor", no_wrap=True)
+    t.add_column("kind")
+    t.add_column("dtype[shape]", no_wrap=True)
+    t.add_column("bytes", justify="right", no_wrap=True)
+    t.add_column("produced by", no_wrap=True)
+    t.add_column("module (parameter)", overflow="fold")
+    if lines:
+        t.add_column("line", no_wrap=True)
     rows = sorted(g.saved, key=lambda s: (-s.bytes, s.name))
     for s in rows[:limit] if limit else rows:
         size = f"{s.bytes:,}" if s.bytes else f"0 (view of {s.storage})"
-        what = s.op or "graph input"
-        t.add_row(s.name, s.kind, f"{s.dtype}[{', '.join(s.shape)}]", size + (f" = {s.bytes_expr}" if s.bytes_expr else ""),
-                  what, s.parameter or s.module, s.line.rsplit("/", 1)[-1])
+        cells = [s.name, s.kind, f"{s.dtype}[{', '.join(s.shape)}]",
+                 size + (f" = {s.bytes_expr}" if s.bytes_expr else ""), s.op or "graph input", s.parameter or s.module]
+        t.add_row(*cells, *([s.line.rsplit("/", 1)[-1]] if lines else []))
     if limit and len(rows) > limit:
-        t.add_row(f"… {len(rows) - limit} more (--all)", "", "", "", "", "", "")
+        t.add_row(f"… {len(rows) - limit} more (--all)", *[""] * (6 if lines else 5))
     return t
 
 
