@@ -26,7 +26,7 @@ from tcinspect.report import (
 )
 
 
-def _saved_by_hooks(model, inputs, backend: str = "aot_eager") -> tuple[int, int, int]:
+def _saved_by_hooks(model, inputs, backend: str = "aot_eager", dynamic=None) -> tuple[int, int, int]:
     """(bytes of every storage saved for backward, of those that are parameters/buffers, storages) for one
     call of ``model`` compiled with ``backend``, measured by saved_tensors_hooks around the compiled call."""
     import torch
@@ -35,7 +35,7 @@ def _saved_by_hooks(model, inputs, backend: str = "aot_eager") -> tuple[int, int
 
     torch._dynamo.reset()
     try:
-        compiled = torch.compile(model, backend=backend)
+        compiled = torch.compile(model, backend=backend, dynamic=dynamic)
         scalar_loss(compiled(*inputs)).backward()  # compiles forward and backward, outside the hooks
         seen: dict[int, int] = {}
 
@@ -94,6 +94,23 @@ def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name)
     assert (g.saved_bytes, g.bytes_of("parameter"), sum(1 for t in g.saved if t.bytes)) == (total, own, storages)
     assert {p.part for p in g.inductor_peaks} == {"forward", "backward"}  # reorder_for_peak_memory's estimates
     assert all(p.chosen > 0 and p.methods[0][0] == "baseline" for p in g.inductor_peaks)
+
+
+@pytest.mark.slow
+def test_symbolic_sizes_on_a_dynamic_compile_equal_what_autograd_saved_at_the_hint():
+    import conformance as harness
+    from tcinspect.capturing.engine import capture
+    from tcinspect.report import Options
+
+    model, inputs, _ = harness.load_model_file(harness.MODELS / "mlp_train.py")
+    g = capture(model, *inputs, options=Options(backend="aot_eager", dynamic="true")).memory.graphs[0]
+    (symbol, hint), = g.hints
+    assert int(hint) == inputs[0].shape[0]  # the batch, traced as a symbol
+    assert any(t.bytes_expr.endswith(f"*{symbol}") for t in g.saved)
+    total, own, _ = _saved_by_hooks(model, inputs, dynamic=True)
+    assert (g.saved_bytes, g.bytes_of("parameter")) == (total, own)
+    assert g.saved_bytes_expr.count(symbol) == 1  # like terms collected
+    assert eval(g.saved_bytes_expr, {symbol: int(hint)}) == total  # the expression, at the hint
 
 
 def test_symbolic_sizes_give_an_expression_and_the_bytes_at_the_hint():

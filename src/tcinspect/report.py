@@ -960,8 +960,18 @@ class GraphMemory:
         """The total with symbolic sizes ("" when every size is static)."""
         if not any(t.bytes_expr for t in self.saved):
             return ""
-        parts = [t.bytes_expr or str(t.bytes) for t in self.saved if t.bytes or t.bytes_expr]
-        return " + ".join(p for p in parts if p != "0")
+        const, terms = 0, dict[str, int]()  # like terms collected: "256*s0" + "4*s0" -> "260*s0"
+        for t in self.saved:
+            if not t.bytes_expr:
+                const += t.bytes
+                continue
+            coef, _, rest = t.bytes_expr.partition("*")
+            if coef.isdigit() and rest:
+                terms[rest] = terms.get(rest, 0) + int(coef)
+            else:
+                terms[t.bytes_expr] = terms.get(t.bytes_expr, 0) + 1
+        parts = [f"{c}*{e}" if c != 1 else e for e, c in terms.items()]
+        return " + ".join(parts + ([str(const)] if const else []))
 
 
 @dataclass(frozen=True)
