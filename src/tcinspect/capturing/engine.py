@@ -40,6 +40,7 @@ class Recorder(logging.Handler):
         self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
         #: str(id(module)) -> its name in the user's model, so module paths start at the user's root
         self.module_names: dict[str, str] = {}
+        self._estimate = ""  # Inductor's last peak estimate, for the output code that follows it
 
     def emit(self, record: logging.LogRecord) -> None:
         start = time.perf_counter()
@@ -53,16 +54,17 @@ class Recorder(logging.Handler):
         if ev_mod.event_name(metadata) in ev_mod.IGNORED:
             return
         event = ev_mod.from_record(metadata, getattr(record, "payload", None), self.call)
+        if event.name == "inductor_output_code":
+            self._estimates(event)
         self._add(event)
         if event.name == "inductor_output_code":
             self._wrapper = event.payload
         elif event.name == provenance.STACK_TRACES:
             self._provenance(event)
         elif event.name == "aot_forward_graph":
-            modules, note = _compat.saved_modules(self.module_names)
-            self._add(replace(event, name=ev_mod.SAVED_MODULES_ARTIFACT,
-                              meta={"name": ev_mod.SAVED_MODULES_ARTIFACT, "encoding": "json"},
-                              payload=memory_mod.modules_record(modules, note)))
+            self._saved_modules(event)
+        elif event.name == ev_mod.INDUCTOR_MEMORY_ARTIFACT:
+            self._estimate = event.payload
 
     def _add(self, event: ev_mod.Event) -> None:
         self.events.append(event)
@@ -81,6 +83,38 @@ class Recorder(logging.Handler):
         if record:
             self._add(replace(after, name=provenance.OWN, meta={"name": provenance.OWN, "encoding": "json"},
                               payload=json.dumps(record)))
+
+    def _memory_store(self) -> Path:
+        return Path(_compat.inductor_cache_dir()) / memory_mod.STORE_FOLDER
+
+    def _saved_modules(self, graph: ev_mod.Event) -> None:
+        """Log each forward node's module; kept by the graph's text, so an AOTAutograd cache hit (no graph
+        module to read) logs the same record as the compile that filled the cache."""
+        modules, note = _compat.saved_modules(self.module_names)
+        store = self._memory_store()
+        if not note:
+            provenance.remember(store, graph.payload, {"modules": modules})
+        else:
+            kept = provenance.recall(store, graph.payload)
+            if kept is not None and isinstance(kept.get("modules"), dict):
+                modules, note = kept["modules"], ""
+        self._add(replace(graph, name=ev_mod.SAVED_MODULES_ARTIFACT,
+                          meta={"name": ev_mod.SAVED_MODULES_ARTIFACT, "encoding": "json"},
+                          payload=memory_mod.modules_record(modules, note)))
+
+    def _estimates(self, code: ev_mod.Event) -> None:
+        """Keep Inductor's peak estimates by the output code they were made for; on an FX graph cache hit
+        (no scheduling, no estimate) log the kept ones before the code, as a compile would."""
+        store = self._memory_store()
+        if self._estimate:
+            provenance.remember(store, code.payload, {"estimate": self._estimate})
+        else:
+            kept = provenance.recall(store, code.payload)
+            if kept is not None and isinstance(kept.get("estimate"), str):
+                self._add(replace(code, name=ev_mod.INDUCTOR_MEMORY_ARTIFACT,
+                                  meta={"name": ev_mod.INDUCTOR_MEMORY_ARTIFACT, "encoding": "json"},
+                                  payload=kept["estimate"]))
+        self._estimate = ""
 
     def close(self) -> None:
         if self._stream is not None:
