@@ -234,3 +234,17 @@ def test_memory_command_on_a_saved_report_and_the_cpu_note(tmp_path, capsys):
     assert code == 0 and "1,000 B" in out and "fc1" in out and "this run was on cpu" in out
     code, out, _ = cli(capsys, "trace", str(path), "--stage", "memory")
     assert code == 0 and "Saved for backward" in out
+
+
+def test_memory_command_on_a_report_with_no_backward_says_so_and_exits_0(tmp_path, capsys):
+    from conftest import cli
+
+    from tcinspect import serialize
+    from tcinspect.render import memory as render
+
+    path = tmp_path / "inference.json"
+    path.write_text(serialize.dumps(Report(torch_version="2.13.0", device="cpu", target=Target(kind="model")), "json"))
+    code, out, err = cli(capsys, "memory", str(path))
+    assert code == 0 and render.NO_BACKWARD.split(":")[0] in " ".join(out.split()) and "Traceback" not in err
+    code, out, _ = cli(capsys, "memory", str(path), "-f", "json")
+    assert code == 0 and '"memory": null' in out
