@@ -238,7 +238,6 @@ def test_memory_command_on_a_saved_report_and_the_cpu_note(tmp_path, capsys):
 
 def test_memory_command_on_a_report_with_no_backward_says_so_and_exits_0(tmp_path, capsys):
     from conftest import cli
-
     from tcinspect import serialize
     from tcinspect.render import memory as render
 
