@@ -87,6 +87,8 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
             for r in out["regions"]["regions"]:
                 for key in [k for k in r if k.endswith("_time_s")]:
                     del r[key]
+    if rep.memory is not None:  # only a run with a backward graph has one; other reports stay as they were
+        out["memory"] = _plain(rep.memory)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -170,7 +172,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
 
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure", "cudagraphs", "shapes", "guard_cost", "regions")
+                     "failure", "cudagraphs", "shapes", "guard_cost", "regions", "memory")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped); any other missing key is refused.
 ADDED_TO_SCHEMA_1 = frozenset({

@@ -46,13 +46,18 @@ class Limits:
     guard_latency_us: Optional[float] = None
     #: lowest share of a region's calls that reuse an earlier call's subgraph, 0-1 (``--min-region-reuse``)
     min_region_reuse: Optional[float] = None
+    #: bytes the forward graphs save for backward (``--max-saved-bytes``)
+    saved_bytes: Optional[int] = None
+    #: compiled / eager peak of one training step, measured on a CUDA GPU (``--max-peak-ratio``)
+    peak_ratio: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
 
     def any(self) -> bool:
-        return bool(self.items()) or self.compile_time_s is not None or self.guard_latency_us is not None or \
-            self.min_region_reuse is not None or any(getattr(self, m) is not None for m in SECTION_METRICS)
+        return bool(self.items()) or any(v is not None for v in (
+            self.compile_time_s, self.guard_latency_us, self.min_region_reuse, self.saved_bytes, self.peak_ratio)) \
+            or any(getattr(self, m) is not None for m in SECTION_METRICS)
 
 
 def _cudagraphs(rep: Report, what: str) -> Optional[int]:
@@ -140,6 +145,65 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         out.append(_guard_latency_finding(model, rep, limits.guard_latency_us))
     if limits.min_region_reuse is not None:
         out += region_findings(model, rep, limits.min_region_reuse)
+    out += memory_limits(model, rep, limits)
+    return out
+
+
+def saved_bytes(rep: Report) -> int:
+    """Bytes the report's forward graphs save for backward (0 when none has a backward)."""
+    return rep.memory.saved_bytes if rep.memory is not None else 0
+
+
+def memory_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
+    """``--max-saved-bytes`` and ``--max-peak-ratio``; a ratio that was not measured is said, not judged."""
+    from tcinspect.analysis.memory import peak_ratio
+
+    out = []
+    if limits.saved_bytes is not None:
+        now = saved_bytes(rep)
+        status = "fail" if now > limits.saved_bytes else "ok"
+        out.append(Finding(model, "saved_bytes", status, f"saved for backward {now:,} B "
+                           f"{'>' if status == 'fail' else '<='} max {limits.saved_bytes:,} B",
+                           rep.target.path if status == "fail" else ""))
+    if limits.peak_ratio is not None:
+        ratio = peak_ratio(rep)
+        if ratio is None:
+            why = rep.memory.not_measured if rep.memory is not None and rep.memory.not_measured else \
+                "not measured (no backward graph, or a report without a measurement)"
+            out.append(Finding(model, "peak_ratio", "ok", f"peak ratio not checked: {why}"))
+        else:
+            status = "fail" if ratio > limits.peak_ratio else "ok"
+            out.append(Finding(model, "peak_ratio", status, f"peak compiled/eager {ratio:.3f} "
+                               f"{'>' if status == 'fail' else '<='} max {limits.peak_ratio:g}",
+                               rep.target.path if status == "fail" else ""))
+    return out
+
+
+#: how far the measured peak ratio may rise above its baseline before ``check`` fails (absolute)
+PEAK_RATIO_SLACK = 0.05
+
+
+def compare_memory(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
+    """Saved bytes (exact) and the peak ratio (within PEAK_RATIO_SLACK) against a baseline that records them."""
+    from tcinspect.analysis.memory import peak_ratio
+
+    out = []
+    before = base.get("saved_bytes")
+    if isinstance(before, int) and not isinstance(before, bool):
+        now = saved_bytes(rep)
+        if now > before:
+            out.append(Finding(model, "saved_bytes", "fail", f"saved for backward {now:,} B > baseline {before:,} B",
+                               rep.target.path))
+        elif now < before:
+            out.append(Finding(model, "saved_bytes", "improved", f"saved for backward {now:,} B < baseline {before:,} B"))
+        else:
+            out.append(Finding(model, "saved_bytes", "ok", f"saved for backward {now:,} B = baseline"))
+    old = base.get("peak_ratio")
+    ratio = peak_ratio(rep)
+    if isinstance(old, (int, float)) and not isinstance(old, bool) and ratio is not None:
+        text = f"peak compiled/eager {ratio:.3f} vs baseline {old:.3f} (slack {PEAK_RATIO_SLACK})"
+        status = "fail" if ratio > old + PEAK_RATIO_SLACK else ("improved" if ratio < old - PEAK_RATIO_SLACK else "ok")
+        out.append(Finding(model, "peak_ratio", status, text, rep.target.path if status == "fail" else ""))
     return out
 
 
@@ -220,6 +284,13 @@ def snapshot(rep: Report, compile_time: bool = False, guard_latency_us: bool = F
     reuse = lowest_reuse(rep)
     if reuse is not None:  # only a run with regions: other baselines stay as they were
         entry["region_reuse"] = reuse
+    if rep.memory is not None:
+        from tcinspect.analysis.memory import peak_ratio
+
+        entry["saved_bytes"] = saved_bytes(rep)
+        ratio = peak_ratio(rep)
+        if ratio is not None:
+            entry["peak_ratio"] = ratio
     return entry
 
 
@@ -391,9 +462,17 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     if reuse is not None and (isinstance(reuse, bool) or not isinstance(reuse, (int, float)) or not 0 <= reuse <= 1):
         raise UsageError(f"{where}: min_region_reuse must be a share from 0 to 1, not {reuse!r}",
                          f"fix min_region_reuse in {where}")
+    saved = values.get("max_saved_bytes")
+    if saved is not None and (isinstance(saved, bool) or not isinstance(saved, int) or saved < 0):
+        raise UsageError(f"{where}: max_saved_bytes must be a whole number >= 0, not {saved!r}",
+                         f"fix max_saved_bytes in {where}")
+    ratio = values.get("max_peak_ratio")
+    if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0):
+        raise UsageError(f"{where}: max_peak_ratio must be a number > 0, not {ratio!r}", f"fix max_peak_ratio in {where}")
     return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None,
                   guard_latency_us=float(latency) if latency is not None else None,
-                  min_region_reuse=float(reuse) if reuse is not None else None)
+                  min_region_reuse=float(reuse) if reuse is not None else None, saved_bytes=saved,
+                  peak_ratio=float(ratio) if ratio is not None else None)
 
 
 @dataclass(frozen=True)
@@ -452,7 +531,8 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     """Command-line limits win over per-model budgets, which win over the config's defaults."""
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
-    for m in (*METRICS, "compile_time_s", "guard_latency_us", "min_region_reuse", *SECTION_METRICS):
+    for m in (*METRICS, "compile_time_s", "guard_latency_us", "min_region_reuse", "saved_bytes", "peak_ratio",
+              *SECTION_METRICS):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

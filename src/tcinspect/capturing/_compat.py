@@ -685,3 +685,70 @@ def frame_cache_entries() -> list[tuple[Any, list[str]]]:
         if entries:
             out.append((code, [str(getattr(e, "compile_id", "") or "") for e in entries]))
     return out
+def saved_modules(names: Optional[dict[str, str]] = None) -> tuple[dict[str, str], str]:
+    """Each node of the forward graph whose ``aot_forward_graph`` artifact is being logged right now, with
+    its module path (from ``nn_module_stack``), and a note when there is no graph to read.
+
+    Called from the trace handler while the artifact is logged. On a fresh compile the caller is
+    ``_log_fw_bw_graphs(fw_module, ...)`` in torch/_functorch/_aot_autograd/graph_compile.py (2.11-2.15);
+    any frame holding a GraphModule named ``fw_module`` is taken. An AOTAutograd cache hit logs the stored
+    text from aot_autograd_result.py, with no graph module: the modules are not known then.
+    """
+    frame: Optional[FrameType] = sys._getframe(1)
+    try:
+        while frame is not None:
+            gm = frame.f_locals.get("fw_module") if frame.f_code.co_name != "<module>" else None
+            if isinstance(gm, torch.fx.GraphModule):
+                modules: dict[str, str] = {}
+                for node in gm.graph.nodes:
+                    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
+                    path = module_path(stack, names)
+                    if path:
+                        modules[node.name] = path
+                return modules, ""
+            frame = frame.f_back
+    finally:
+        del frame
+    return {}, "module paths unknown: the graph came from the AOTAutograd cache (run with --fresh to see them)"
+
+
+class _SignpostHandler(logging.Handler):
+    """Re-logs Inductor's peak-memory signpost as a tcinspect artifact on the structured trace."""
+
+    def __init__(self, artifact: str) -> None:
+        super().__init__(level=logging.INFO)
+        self.artifact = artifact
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 3 and args[:2] == ("inductor", "memory"):
+            params = args[2]
+            if isinstance(params, dict) and isinstance(params.get("orm"), dict):
+                import json
+
+                log_artifact(self.artifact, json.dumps({"orm": {str(k): int(v) for k, v in params["orm"].items()}}))
+
+
+@contextlib.contextmanager
+def inductor_memory_estimates(artifact: str) -> Iterator[None]:
+    """Record Inductor's peak-memory estimates for the duration; restore the logger after.
+
+    Inductor's ``reorder_for_peak_memory`` (torch/_inductor/memory.py; on by default in 2.11-2.15,
+    ``config.reorder_for_peak_memory``) estimates each graph's peak for several node orders and reports
+    them only through ``signpost_event("inductor", "memory", {"orm": {method: bytes}})``, which open-source
+    torch logs at INFO on the ``torch._utils_internal`` logger (no structured-trace artifact).
+    """
+    logger = logging.getLogger("torch._utils_internal")
+    handler = _SignpostHandler(artifact)
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        # INFO for tcinspect's handler only: the user's own handlers did not ask for these records
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect.analysis import roofline
-from tcinspect.capturing import _compat, custom, gpu_timing, modelfile, outputs, shapespec, verify
+from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, shapespec, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.parse import assemble, cudagraphs, provenance, shapes
 from tcinspect.parse import events as ev_mod
+from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
 
@@ -41,6 +42,7 @@ class Recorder(logging.Handler):
         self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
         #: str(id(module)) -> its name in the user's model, so module paths start at the user's root
         self.module_names: dict[str, str] = {}
+        self._estimate = ""  # Inductor's last peak estimate, for the output code that follows it
 
     def emit(self, record: logging.LogRecord) -> None:
         start = time.perf_counter()
@@ -56,11 +58,17 @@ class Recorder(logging.Handler):
         event = ev_mod.from_record(metadata, getattr(record, "payload", None), self.call)
         if event.name in shapes.WITH_FRAMES:
             event = replace(event, meta=shapes.name_files(event.meta, _compat.interned_files()))
+        if event.name == "inductor_output_code":
+            self._estimates(event)
         self._add(event)
         if event.name == "inductor_output_code":
             self._wrapper = event.payload
         elif event.name == provenance.STACK_TRACES:
             self._provenance(event)
+        elif event.name == "aot_forward_graph":
+            self._saved_modules(event)
+        elif event.name == ev_mod.INDUCTOR_MEMORY_ARTIFACT:
+            self._estimate = event.payload
 
     def add_call_shapes(self, call: int, shapes_of_call: list[dict[str, Any]]) -> None:
         """tcinspect's record of one model call's tensor input shapes (the shapes view's observed inputs)."""
@@ -94,6 +102,37 @@ class Recorder(logging.Handler):
             frame_compile_id=int(attempt) if attempt.isdigit() else None,
             meta={"name": cudagraphs.SKIP_ARTIFACT, "encoding": "json"},
             payload=json.dumps(cudagraphs.skip_record(message, compile_id, part)), call=self.call))
+    def _memory_store(self) -> Path:
+        return Path(_compat.inductor_cache_dir()) / memory_mod.STORE_FOLDER
+
+    def _saved_modules(self, graph: ev_mod.Event) -> None:
+        """Log each forward node's module; kept by the graph's text, so an AOTAutograd cache hit (no graph
+        module to read) logs the same record as the compile that filled the cache."""
+        modules, note = _compat.saved_modules(self.module_names)
+        store = self._memory_store()
+        if not note:
+            provenance.remember(store, graph.payload, {"modules": modules})
+        else:
+            kept = provenance.recall(store, graph.payload)
+            if kept is not None and isinstance(kept.get("modules"), dict):
+                modules, note = kept["modules"], ""
+        self._add(replace(graph, name=ev_mod.SAVED_MODULES_ARTIFACT,
+                          meta={"name": ev_mod.SAVED_MODULES_ARTIFACT, "encoding": "json"},
+                          payload=memory_mod.modules_record(modules, note)))
+
+    def _estimates(self, code: ev_mod.Event) -> None:
+        """Keep Inductor's peak estimates by the output code they were made for; on an FX graph cache hit
+        (no scheduling, no estimate) log the kept ones before the code, as a compile would."""
+        store = self._memory_store()
+        if self._estimate:
+            provenance.remember(store, code.payload, {"estimate": self._estimate})
+        else:
+            kept = provenance.recall(store, code.payload)
+            if kept is not None and isinstance(kept.get("estimate"), str):
+                self._add(replace(code, name=ev_mod.INDUCTOR_MEMORY_ARTIFACT,
+                                  meta={"name": ev_mod.INDUCTOR_MEMORY_ARTIFACT, "encoding": "json"},
+                                  payload=kept["estimate"]))
+        self._estimate = ""
 
     def close(self) -> None:
         if self._stream is not None:
@@ -209,6 +248,7 @@ class _Run:
             if self.quiet:
                 stack.enter_context(_compat.quiet_torch_logs())
             stack.enter_context(_compat.provenance_tracking())
+            stack.enter_context(_compat.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
             stack.enter_context(_compat.trace_handler(self.recorder))
             stack.enter_context(_compat.cudagraph_skip_log(self.recorder.cudagraph_skip))
             try:
@@ -366,10 +406,11 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         # --bench: while the compiled frames are alive, time one more call's kernels
         measured = (gpu_timing.measure(model, compiled, inputs, run.step, opts.compile, bench)
                     if bench is not None and run.failure is None else None)
+        peaks = memory.measure(model, compiled, inputs, run, device) if run.failure is None else None
     if measured is not None and bench is not None and bench.try_mode:
         # after the recording: the other mode's compile is no part of this report
         gpu_timing.try_mode(measured, model, inputs, run.step, opts.compile, bench.try_mode)
-    return roofline.attach(run.report(target, device), measured)
+    return memory.attach(roofline.attach(run.report(target, device), measured), peaks, device, opts)
 
 
 def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",

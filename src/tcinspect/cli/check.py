@@ -42,6 +42,13 @@ GuardLatencyTolerance = Annotated[Optional[float], typer.Option(
     "--guard-latency-tolerance", help="With --baseline: fail when the largest guard latency is more than this many "
                                       "percent above the baseline's; with --update: record it.",
     show_default=False, min=0, metavar="PCT")]
+MaxSavedBytes = Annotated[Optional[int], typer.Option(
+    "--max-saved-bytes", help="Fail when the forward graphs save more than this many bytes for backward "
+                              "(tcinspect memory).", show_default=False, min=0, metavar="BYTES")]
+MaxPeakRatio = Annotated[Optional[float], typer.Option(
+    "--max-peak-ratio", help="Fail when one training step's peak memory compiled over eager exceeds this "
+                             "(measured on a CUDA device only; elsewhere said, not checked).",
+    show_default=False, min=0, metavar="RATIO")]
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
@@ -89,6 +96,8 @@ def check(
     max_guard_latency_us: MaxGuardLatency = None,
     guard_latency_tolerance: GuardLatencyTolerance = None,
     min_region_reuse: MinRegionReuse = None,
+    max_saved_bytes: MaxSavedBytes = None,
+    max_peak_ratio: MaxPeakRatio = None,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
     from tcinspect.analysis import checks, divergence, shapecheck
@@ -104,7 +113,8 @@ def check(
         raise UsageError("--update needs a baseline path", "pass --baseline FILE")
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
                                cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
-                               guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse)
+                               guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse,
+                               saved_bytes=max_saved_bytes, peak_ratio=max_peak_ratio)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if guard_latency_tolerance is not None and baseline_path is None:
@@ -140,6 +150,7 @@ def check(
                 outcome.findings += divergence.labelled(checks.compare(name, one, base[name]), prefix)
             if "specialized" in base[name]:  # recorded since baselines hold it
                 outcome.findings += shapecheck.compare(name, rep, base[name])
+            outcome.findings += checks.compare_memory(name, rep, base[name])
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))

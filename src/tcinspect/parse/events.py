@@ -43,6 +43,9 @@ CUDAGRAPH_SKIP_ARTIFACT = "tcinspect_cudagraph_skip"
 CALL_SHAPES_ARTIFACT = "tcinspect_call_shapes"
 #: tcinspect's per-call profile of the compiled model (capturing/percall.py, ``guards --per-call``)
 PER_CALL_ARTIFACT = "tcinspect_per_call"
+#: tcinspect's records for ``memory`` (parse/memory.py): each forward node's module, and Inductor's peak estimates
+SAVED_MODULES_ARTIFACT = "tcinspect_saved_modules"
+INDUCTOR_MEMORY_ARTIFACT = "tcinspect_inductor_memory"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
 PARSED = frozenset({
@@ -237,7 +240,8 @@ def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
-                         CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT, PER_CALL_ARTIFACT)
+                         CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT, PER_CALL_ARTIFACT,
+                         SAVED_MODULES_ARTIFACT, INDUCTOR_MEMORY_ARTIFACT)
             or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 

@@ -16,6 +16,7 @@ from typing import Optional
 from tcinspect._version import __version__
 from tcinspect.parse import assemble, compiletime, cudagraphs, guardcost, provenance, regions, shapes
 from tcinspect.parse import breaks as breaks_mod
+from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
 from tcinspect.report import Failure as ReportFailure
@@ -93,6 +94,7 @@ def report_from_events(
         shapes=shape_section,
         guard_cost=guardcost.build(events),
         regions=regions.build(events, stages, metrics),
+        memory=memory_mod.build(events, stages),
     )
 
 

@@ -161,7 +161,8 @@ class _Page:
             ("summary", "Summary"), ("dynamo", "Dynamo graphs"), ("guards", "Guards"), ("breaks", "Graph breaks"),
             ("aot", "AOT graphs"), ("inductor", "Inductor kernels"))
             + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ())
-            + ((("shapes", "Shapes"),) if self.rep.shapes is not None else ()))
+            + ((("shapes", "Shapes"),) if self.rep.shapes is not None else ())
+            + ((("memory", "Memory"),) if self.rep.memory is not None else ()))
         return f'<header><h1>tcinspect <span class="target">{_e(what)}</span></h1><p class="meta">{_e(meta)}</p>' \
                f"<nav>{nav}</nav></header>"
 
@@ -607,6 +608,13 @@ def _regions(rep: Report) -> str:
                      f"</thead><tbody>{rows}</tbody></table>")
     parts.append("</section>")
     return "".join(parts)
+def _memory(rep: Report) -> str:
+    """Saved-for-backward bytes, a bar per module, and the measured peaks (``tcinspect memory``)."""
+    if rep.memory is None:
+        return ""
+    from tcinspect.render import memory
+
+    return f'<section id="memory"><h2>Memory</h2>{memory.html_section(rep)}</section>'
 
 
 def _pygments_css() -> str:
@@ -620,7 +628,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep)]
+            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."

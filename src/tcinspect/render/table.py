@@ -21,7 +21,8 @@ from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives", "shapes", "regions")
+STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives", "shapes", "regions",
+          "memory")
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -269,7 +270,8 @@ def inductor(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) 
 def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False,
           limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     """The whole `trace` view: header, summary, then each selected stage (``limit`` rows a table; None: all)."""
-    chosen = [s for s in STAGES if stages is None or s in stages]
+    chosen = [s for s in STAGES if (stages is None and (s != "memory" or rep.memory is not None))
+              or (stages is not None and s in stages)]
     parts: list[RenderableType] = [header(rep)]
     builders = {
         "summary": lambda: summary(rep),
@@ -282,6 +284,7 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "collectives": lambda: collectives_view(rep),
         "shapes": lambda: _shapes(rep),
         "regions": lambda: _regions(rep),
+        "memory": lambda: _memory(rep, limit),
     }
     if stages is None and rep.shapes is None:
         chosen.remove("shapes")  # a run with no dynamic-shape event: nothing to say unless asked
@@ -308,3 +311,7 @@ def _regions(rep: Report) -> RenderableType:
     from tcinspect.render.regions import regions
 
     return regions(rep)
+def _memory(rep: Report, limit: Optional[int]) -> RenderableType:
+    from tcinspect.render import memory
+
+    return memory.table(rep, limit)

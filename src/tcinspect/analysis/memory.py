@@ -1,0 +1,83 @@
+"""Derived views of the memory section: totals per module and per line, and the document YAML/JSON show."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from tcinspect.report import GraphMemory, Memory, Report
+
+
+@dataclass(frozen=True)
+class Share:
+    """Saved bytes attributed to one module or one user line."""
+
+    key: str
+    bytes: int
+    tensors: int
+    activation_bytes: int
+
+
+def _shares(graphs: tuple[GraphMemory, ...], key_of: Any, missing: str) -> list[Share]:
+    totals: dict[str, list[int]] = {}
+    for g in graphs:
+        for t in g.saved:
+            key = key_of(t) or missing
+            row = totals.setdefault(key, [0, 0, 0])
+            row[0] += t.bytes
+            row[1] += 1
+            row[2] += t.bytes if t.kind == "activation" else 0
+    return sorted((Share(k, v[0], v[1], v[2]) for k, v in totals.items()), key=lambda s: (-s.bytes, s.key))
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def by_module(mem: Memory) -> list[Share]:
+    """Saved bytes per module path (a parameter counts for its own module), largest first."""
+    return _shares(mem.graphs, lambda t: t.module, "(no module)")
+
+
+def by_line(mem: Memory) -> list[Share]:
+    """Saved bytes per user line of the node that produced them, largest first (inputs have no line)."""
+    return _shares(mem.graphs, lambda t: t.line.rsplit("/", 1)[-1] if t.line else (
+        "(graph input)" if t.kind != "activation" else ""), "(no user line)")
+
+
+def human(n: int) -> str:
+    """Bytes for people: 1.5 MiB, 832 B."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def peak_ratio(rep: Report) -> Optional[float]:
+    """Compiled over eager step peak (above the step's start), where it was measured."""
+    m = rep.memory.measured if rep.memory is not None else None
+    return m.peak_ratio if m is not None and m.peak_ratio > 0 else None
+
+
+def document(rep: Report) -> dict[str, Any]:
+    """``tcinspect memory --format yaml/json``: the section with its totals and shares."""
+    mem = rep.memory
+    if mem is None:
+        return {"memory": None, "why": "no AOT graph has a backward graph: nothing is saved for backward"}
+    graphs = []
+    for g in mem.graphs:
+        d = _plain(g)
+        d = {"compile_id": g.compile_id, "saved_bytes": g.saved_bytes, "saved_bytes_expr": g.saved_bytes_expr,
+             "parameter_bytes": g.bytes_of("parameter"), "input_bytes": g.bytes_of("input"),
+             "activation_bytes": g.bytes_of("activation"), **{k: v for k, v in d.items() if k != "compile_id"}}
+        graphs.append(d)
+    return {"saved_bytes": mem.saved_bytes, "graphs": graphs,
+            "by_module": [_plain(s) for s in by_module(mem)], "by_line": [_plain(s) for s in by_line(mem)],
+            "measured": _plain(mem.measured), "peak_ratio": peak_ratio(rep), "not_measured": mem.not_measured}

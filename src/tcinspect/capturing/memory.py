@@ -1,0 +1,103 @@
+"""Peak memory of one training step, compiled and eager, on a CUDA GPU (``tcinspect memory``).
+
+Each step (forward, then backward on the output's scalar loss) starts with every gradient dropped and the
+allocator's peak statistics reset (``torch.cuda.reset_peak_memory_stats``), and reads
+``torch.cuda.max_memory_allocated`` at its end: the peak of the CUDA caching allocator over the step,
+parameters and inputs included. ``memory_allocated`` after the forward, less at its start, is what the
+forward left alive for the backward (saved tensors and outputs). On a CPU nothing is measured: PyTorch keeps
+no allocator peak there, and process-wide RSS is not the tensors' memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Optional
+
+from tcinspect.capturing import outputs
+from tcinspect.report import MemoryMeasurement, Options, Report
+
+METHOD = ("torch.cuda.max_memory_allocated over one step (forward + backward), peak stats reset and "
+          "gradients dropped before it; memory_allocated after the forward less at its start")
+
+
+def _drop_grads(model: Any, inputs: tuple) -> None:
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        model.zero_grad(set_to_none=True)
+    for value in inputs:
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            value.grad = None
+
+
+def step_peak(fn: Callable[..., Any], model: Any, inputs: tuple) -> tuple[int, int, int]:
+    """(memory at the start, peak over the step, memory left alive by the forward) of one training step."""
+    import torch
+
+    _drop_grads(model, inputs)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = torch.cuda.memory_allocated()
+    out = fn(*inputs)
+    torch.cuda.synchronize()
+    forward_end = torch.cuda.memory_allocated() - start
+    loss = outputs.scalar_loss(out)
+    if loss is not None:
+        loss.backward()
+    del out, loss
+    torch.cuda.synchronize()
+    return start, torch.cuda.max_memory_allocated(), forward_end
+
+
+def cudagraph_pool_bytes() -> int:
+    """Bytes reserved in private memory pools (CUDA graphs' pools under mode reduce-overhead): the segments
+    of ``torch.cuda.memory_snapshot()`` whose pool id is not the default (0, 0)."""
+    import torch
+
+    total = 0
+    for seg in torch.cuda.memory_snapshot():
+        pool = seg.get("segment_pool_id")
+        if pool is not None and tuple(pool) != (0, 0):
+            total += int(seg.get("total_size", 0))
+    return total
+
+
+def measure(model: Any, compiled: Callable[..., Any], inputs: tuple, run: Any,
+            device: str) -> Optional[MemoryMeasurement]:
+    """One compiled and one eager training step on a CUDA device; None elsewhere or without a backward."""
+    if not device.startswith("cuda") or not run.options.backward:
+        return None
+    import torch
+
+    run.recorder.call = -1
+    if run.options.mode in ("reduce-overhead", "max-autotune"):
+        for _ in range(2):  # CUDA graph trees warm up on one call and record on the next: measure a replay
+            step_peak(compiled, model, inputs)
+    c_start, c_peak, c_fwd = step_peak(compiled, model, inputs)
+    pool = cudagraph_pool_bytes()
+    e_start, e_peak, e_fwd = step_peak(model, model, inputs)
+    notes = []
+    if run.options.mode in ("reduce-overhead", "max-autotune"):
+        notes.append("CUDA graphs: the compiled step measured is a replay (two steps before it warmed up and "
+                     "recorded the graphs); their pool is reserved memory, shown apart")
+    return MemoryMeasurement(
+        device_name=torch.cuda.get_device_name(), method=METHOD, compiled_peak=c_peak, eager_peak=e_peak,
+        compiled_start=c_start, eager_start=e_start, compiled_forward_end=c_fwd, eager_forward_end=e_fwd,
+        cudagraph_pool=pool, notes=tuple(notes))
+
+
+def attach(rep: Report, measured: Optional[MemoryMeasurement], device: str, options: Options) -> Report:
+    """The report with the measurement, or with why nothing was measured; no memory section stays none."""
+    if rep.memory is None:
+        return rep
+    if measured is not None:
+        return rep.replace(memory=replace(rep.memory, measured=measured))
+    if not device.startswith("cuda"):
+        why = (f"not measured: this run was on {device or 'cpu'}; peaks are measured on a CUDA device only "
+               "(torch.cuda.max_memory_allocated), since PyTorch keeps no allocator peak on a CPU")
+    elif not options.backward:
+        why = "not measured: --no-backward ran no training step"
+    else:
+        why = "not measured: the run failed"
+    return rep.replace(memory=replace(rep.memory, not_measured=why))
