@@ -162,6 +162,8 @@ ADDED_TO_SCHEMA_1 = frozenset({
     # the parse section's later counts are written only when set (to_dict)
     "ParseHealth.artifacts_not_understood", "ParseHealth.payload_mismatches", "ParseHealth.truncated_payloads",
     "ParseHealth.files_ignored",
+    "CacheLookup.key", "CacheLookup.components", "CacheLookup.cost_s", "CacheLookup.changed",
+    "CacheLookup.compared_with", "CacheLookup.remote",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

@@ -62,9 +62,13 @@ def check(
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
     debug: c.DebugOpt = False,
+    expect_warm: Annotated[bool, typer.Option(
+        "--expect-warm", help="With --baseline: fail when a compile cache look-up that hit in the baseline misses "
+                              "now, naming torch's reason and the key components that changed; with --update: "
+                              "record the look-ups that hit.")] = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
-    from tcinspect.analysis import checks, divergence
+    from tcinspect.analysis import caches, checks, divergence
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -78,6 +82,8 @@ def check(
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
+    if expect_warm and baseline_path is None:
+        raise UsageError("--expect-warm compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
@@ -97,6 +103,8 @@ def check(
         outcome.findings += checks.divergence_findings(name, rep)
         if update:
             snapshots[name] = checks.snapshot(rep, compile_time=compile_time_tolerance is not None)
+            if expect_warm:
+                snapshots[name]["warm"] = caches.warm_record(rep)
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
@@ -106,6 +114,13 @@ def check(
             if compile_time_tolerance is not None:
                 outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
                                                                     baseline_path))
+            if expect_warm:
+                if not isinstance(base[name].get("warm"), dict):
+                    raise UsageError(f"baseline {baseline_path} has no cache record for {name}",
+                                     f"record one on a warm run with `tcinspect check {path} --baseline "
+                                     f"{baseline_path} --update --expect-warm`")
+                outcome.findings += [checks.Finding(name, what, status, text, rep.target.path if status == "fail" else "")
+                                     for what, status, text in caches.expect_warm_findings(name, rep, base[name], path)]
 
     if update:
         assert baseline_path is not None  # refused above: --update needs a baseline path

@@ -44,6 +44,7 @@ PARSED = frozenset({
     "compilation_metrics", "aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
     "inductor_post_grad_graph", "inductor_output_code", "optimize_ddp_split_graph", "optimize_ddp_split_child",
     "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
+    "precompile_cache_bypass",
 })
 
 #: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
@@ -73,7 +74,7 @@ KNOWN_UNREAD = frozenset({
     "missing_fake_kernel", "overlap_scheduling_graph_after", "overlap_scheduling_graph_before",
     "pge_profile_vs_analytical", "post_decomp_comms", "pre_bucketing_collective_sizes",
     "pre_bucketing_collective_sizes_after", "pre_bucketing_fsdp_collectives", "pre_decomp_comms",
-    "precompile_cache_bypass", "propagate_real_tensors", "propagate_real_tensors_provenance", "put_local_code_state",
+    "propagate_real_tensors", "propagate_real_tensors_provenance", "put_local_code_state",
     "reorder_communication_preserving_peak_memory", "scheduler_nodes_before_comm_overlap", "sink_waits_iterative_info",
     "symbolic_shape_specialization", "torch._functorch.config", "torch_version", "triton_kernel_info",
     "native_dsl_compile", "fx_collectives_estimations_after_overlap_bucketing",

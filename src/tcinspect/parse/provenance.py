@@ -106,10 +106,9 @@ def add_event(st: Statement, name: str, payload: str) -> None:
         for k, nodes in kernels.items():
             st.kernels.setdefault(k, nodes)  # Inductor's own mapping artifact wins where it has the kernel
         st.modules.update({str(k): str(v) for k, v in modules.items()})
-        for k, pre in (_str_lists(data.get("post_to_pre", {})) or {}).items():
-            st.post_to_pre.setdefault(k, pre)
-        stacks = _str_lists(data.get("stacks", {}))
-        for k, texts in (stacks or {}).items():
+        for k, pre_nodes in (_str_lists(data.get("post_to_pre", {})) or {}).items():
+            st.post_to_pre.setdefault(k, pre_nodes)
+        for k, texts in (_str_lists(data.get("stacks", {})) or {}).items():
             st.stacks.setdefault(k, texts)
         launches = data.get("launches", [])
         if isinstance(launches, list):
