@@ -31,7 +31,7 @@ def _compile_in_process(monkeypatch):
 @pytest.fixture(scope="session")
 def inductor_cache(tmp_path_factory):
     """One Inductor cache for the whole session: the second compile of a model is warm."""
-    import torch._inductor.config as inductor_config
+    from torch._inductor import config as inductor_config
 
     d = tmp_path_factory.mktemp("inductor-cache")
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")

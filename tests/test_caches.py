@@ -97,8 +97,8 @@ def _entries(cache_dir: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def gpt2_cache_runs(tmp_path_factory):
     """tcinspect cold, then the user's plain run, then tcinspect warm, all on one TORCHINDUCTOR_CACHE_DIR."""
-    import torch._inductor.config as inductor_config
     from torch._dynamo.utils import counters
+    from torch._inductor import config as inductor_config
 
     from tcinspect.capturing.engine import capture_file
 

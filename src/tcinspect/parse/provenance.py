@@ -143,11 +143,14 @@ def _aten(target: str) -> str:
 
 def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]) -> tuple[Kernel, ...]:
     """Each kernel with its stated provenance, or marked inferred where Inductor stated none."""
-    if st.launches and not any(k.provenance_key for k in kernels) and len(st.launches) == len(kernels) \
-            and all(name == k.name for (name, _), k in zip(st.launches, kernels)):
-        # the same code as tcinspect saw compiled, loaded from an untracked entry: its launches in order
-        kernels = tuple(replace(k, provenance_key=key) if key else k for (_, key), k in zip(st.launches, kernels))
     order = {n.name: i for i, n in enumerate(post_grad.nodes)} if post_grad is not None else {}
+    if st.launches and order and not any(k.provenance_key for k in kernels) and len(st.launches) == len(kernels) \
+            and all(name == k.name for (name, _), k in zip(st.launches, kernels)) \
+            and all(n in order for _, key in st.launches for n in st.kernels.get(key, ())):
+        # the same code as tcinspect saw compiled, loaded from an untracked entry: its launches in order.
+        # Only where every node the record names is in this post-grad graph: a tracked backward compile can
+        # name its nodes differently from the user's untracked one, and then the record is not used.
+        kernels = tuple(replace(k, provenance_key=key) if key else k for (_, key), k in zip(st.launches, kernels))
     targets = {n.name: n.target for n in post_grad.nodes} if post_grad is not None else {}
     out = []
     for k in kernels:
@@ -194,10 +197,16 @@ def untracked(wrapper: str) -> str:
     return "".join(line for line in wrapper.splitlines(keepends=True) if HANDLE_MARK not in line)
 
 
+def _code_only(wrapper: str) -> str:
+    # comments differ between a tracked and an untracked compile of the same graph (the handles, the
+    # AOT ID counter of the process, the source-node names of a backward): the code is what must match
+    return "".join(line for line in wrapper.splitlines(keepends=True) if not line.lstrip().startswith("#"))
+
+
 def _store_key(wrapper: str) -> str:
     # keyed by the code as the user's (untracked) run writes it, so a record of tcinspect's tracked
     # compile serves the entry the user's own run saved for the same graph
-    return hashlib.sha256(untracked(wrapper).encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return hashlib.sha256(_code_only(wrapper).encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def remember(store: Path, wrapper: str, record: dict[str, Any]) -> None:
