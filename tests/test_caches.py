@@ -14,7 +14,7 @@ import pytest
 from tcinspect.analysis import caches
 from tcinspect.parse import provenance
 from tcinspect.parse.compiletime import key_components
-from tcinspect.report import CacheKeyComponent, CacheLookup, Kernel
+from tcinspect.report import CacheKeyComponent, CacheLookup, Graph, Kernel, Node
 
 MODELS = Path(__file__).parent / "models"
 
@@ -53,8 +53,12 @@ def test_untracked_code_keys_the_record_and_launches_give_handles() -> None:
     provenance.add_event(st, provenance.OWN, json.dumps({"kernels": {"cpp_fused_0:1": ["add"]}, "modules": {},
                                                         "launches": [["cpp_fused_0", "cpp_fused_0:1"]]}))
     k = Kernel(name="cpp_fused_0", kind="cpp", language="cpp", source_nodes=(), aten_ops=(), user_lines=(), launch="")
-    (got,) = provenance.apply((k,), st, None)
+    graph = Graph("inductor_post_grad_graph", "", (Node("call_function", "add", "torch.ops.aten.add.Tensor"),))
+    (got,) = provenance.apply((k,), st, graph)
     assert got.provenance == provenance.INDUCTOR and got.source_nodes == ("add",)
+    other = Graph("inductor_post_grad_graph", "", (Node("call_function", "mul", "torch.ops.aten.mul.Tensor"),))
+    (kept,) = provenance.apply((k,), st, other)  # the record names a node this graph lacks: not used
+    assert kept.provenance == provenance.INFERRED
     provenance.add_event(st2 := provenance.Statement(), provenance.STACK_TRACES, "")
     assert not st2.malformed  # an untracked entry logs no payload: not a malformed artifact
 
