@@ -31,14 +31,24 @@ def _compile_in_process(monkeypatch):
 @pytest.fixture(scope="session")
 def inductor_cache(tmp_path_factory):
     """One Inductor cache for the whole session: the second compile of a model is warm."""
+    from torch._inductor import config as inductor_config
+
     d = tmp_path_factory.mktemp("inductor-cache")
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(d)
+    # The suite's "user" tracks provenance (level 1, here and in child processes): tcinspect saves the
+    # entries of such a user's compiles, so later captures of the same model in the session are warm.
+    # At the default level 0 tcinspect saves none (tests/test_caches.py tests that).
+    old_level, old_env = inductor_config.trace.provenance_tracking_level, os.environ.get("INDUCTOR_PROVENANCE")
+    inductor_config.trace.provenance_tracking_level = 1
+    os.environ["INDUCTOR_PROVENANCE"] = "1"
     yield d
-    if old is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+    inductor_config.trace.provenance_tracking_level = old_level
+    for key, value in (("TORCHINDUCTOR_CACHE_DIR", old), ("INDUCTOR_PROVENANCE", old_env)):
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

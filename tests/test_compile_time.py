@@ -294,10 +294,16 @@ def test_timeline_draws_in_the_browser(browser, tmp_path):  # noqa: F811
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
+    from torch._inductor import config as inductor_config
+
     d = tmp_path_factory.mktemp("compile-time-cache")
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(d)
+    # a user who tracks provenance: tcinspect saves their entries, so the second capture is warm
+    old_level = inductor_config.trace.provenance_tracking_level
+    inductor_config.trace.provenance_tracking_level = 1
     yield d
+    inductor_config.trace.provenance_tracking_level = old_level
     if old is None:
         os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
     else:

@@ -242,6 +242,22 @@ def _store(model_path: Path, k: str, rep: Report) -> Path:
     return p
 
 
+def previous(model_path: Path) -> Optional[Entry]:
+    """The most recent readable entry of this model file, whatever its key (the last recorded run)."""
+    d = cache_dir()
+    if not d.is_dir():
+        return None
+    try:
+        found = sorted(d.glob(f"{_prefix(model_path)}-*.json"), key=lambda x: x.stat().st_mtime, reverse=True)
+    except OSError:
+        return None
+    for p in found:
+        read = _read(p)
+        if read is not None:
+            return read[0]
+    return None
+
+
 def latest() -> Optional[Entry]:
     """The most recent readable entry in the cache, or None."""
     d = cache_dir()

@@ -899,14 +899,37 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class CacheKeyComponent:
+    """One component of an FX graph cache key, as torch lists it: ``[hash] name: value``."""
+
+    name: str  # e.g. gm, example_inputs[0], inductor_config[max_autotune], default_dtype
+    hash: str
+    value: str  # its first characters (the hash stands for all of it)
+
+
+@dataclass(frozen=True)
 class CacheLookup:
     """One look-up in a compile cache, as torch logged it."""
 
-    cache: str  # fx_graph | aot_autograd
+    cache: str  # fx_graph | aot_autograd | precompile
     part: str  # forward | backward | "" (the AOTAutograd cache holds both)
     state: str  # hit | miss | bypass | disabled
     reason: str = ""  # why it was bypassed, as torch says
-    saved_s: float = 0.0  # an AOTAutograd hit: the compile time it saved, by torch's estimate
+    #: a hit: the compile time it saved, by torch's estimate (AOTAutograd's time_saved_ms; the FX graph
+    #: cache's time_saved_ns, the time the entry took to compile)
+    saved_s: float = 0.0
+    key: str = ""  # the cache key torch looked up
+    #: the key's components (the FX graph cache lists them; AOTAutograd's list is empty in 2.13-2.15)
+    components: tuple[CacheKeyComponent, ...] = ()
+    #: a miss: the compile time it took (the FX graph cache's time_taken_ns): what a warm start saves
+    cost_s: float = 0.0
+    #: a miss: "name: before → after" for each key component that differs from the last recorded run
+    #: of the same graph (tcinspect's previous report of the model file, or a baseline); empty: none known
+    changed: tuple[str, ...] = ()
+    #: what the last recorded run was (a report's age and source), where ``changed`` was compared
+    compared_with: str = ""
+    #: remote-cache fields torch logged with the look-up, as "name: value"
+    remote: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

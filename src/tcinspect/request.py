@@ -4,6 +4,7 @@ report, a TORCH_TRACE log, the cached report of an unchanged model file, or a ne
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -257,6 +258,8 @@ def _resolve(
         if entry is not None:
             return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
 
+    if not fresh:
+        _check_inductor_cache_dir()
     if nproc is not None:
         from tcinspect.capturing import launcher
 
@@ -279,5 +282,24 @@ def _resolve(
         kind = report.failure.kind if report.failure is not None else "stage"
         return Obtained(_with_failure(report, CAPTURE_FIXES.get(kind, CAPTURE_FIXES["stage"])))
     if cacheable:
+        from tcinspect.analysis import caches
+
+        # each cache miss against the same graph's look-up in the last recorded run of this file
+        before = cache.previous(path)
+        if before is not None:
+            report = caches.with_changes(report, before.report, f"the last run ({before.describe()})")
         cache.store(path, keys[0], report)
     return Obtained(report)
+
+
+def _check_inductor_cache_dir() -> None:
+    """Refuse a TORCHINDUCTOR_CACHE_DIR that cannot be read and searched: torch would fail mid-compile (or
+    write elsewhere), and tcinspect would report a cache the user's runs never see. Nothing is created."""
+    value = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not value or not os.path.lexists(value):
+        return  # unset, or not there yet: torch creates it, as in the user's own run
+    fix = "fix its permissions, point TORCHINDUCTOR_CACHE_DIR at a readable directory, or pass --fresh"
+    if not os.path.isdir(value):
+        raise UsageError(f"Inductor's cache directory {value} (TORCHINDUCTOR_CACHE_DIR) is not a directory", fix)
+    if not os.access(value, os.R_OK | os.X_OK):
+        raise UsageError(f"Inductor's cache directory {value} (TORCHINDUCTOR_CACHE_DIR) is not readable", fix)

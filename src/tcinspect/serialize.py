@@ -184,6 +184,8 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "ParseHealth.files_ignored",
     "OutputCode.collective_schedule",
     "Options.per_call",
+    "CacheLookup.key", "CacheLookup.components", "CacheLookup.cost_s", "CacheLookup.changed",
+    "CacheLookup.compared_with", "CacheLookup.remote",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

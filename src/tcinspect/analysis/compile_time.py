@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tcinspect.analysis import caches
 from tcinspect.parse.compiletime import BACKWARD_ROOT, FORWARD_ROOT, GROUP_TITLES, GROUPS, breakdown
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 
@@ -103,7 +104,7 @@ def document(rep: Report) -> dict[str, Any]:
             "compile_id": t.compile_id, "part": t.part, "function": t.function, "total_s": t.total_s,
             "phases_s": groups(t),
             "caches": [{"cache": c.cache, "part": c.part, "state": c.state, "reason": c.reason,
-                        "saved_s": c.saved_s} for c in t.caches],
+                        "saved_s": c.saved_s, "key": c.key, "changed": list(c.changed)} for c in t.caches],
             "restarts": list(t.restarts),
         })
     return {
@@ -126,4 +127,7 @@ def document(rep: Report) -> dict[str, Any]:
                       "fix": f.fix} for f in ct.findings],
         "phase_tree": rep.compile_time is not None,
         "unmatched_spans": ct.unmatched_spans,
+        # every look-up: state, torch's reason, the key components changed since the last recorded run
+        "cache_lookups": caches.document(rep),
+        "warm_start_saves_s": caches.warm_start_saves(rep),
     }

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from tcinspect.analysis import caches
 from tcinspect.analysis.checks import BreakKey
 from tcinspect.analysis.views import distinct_breaks
 from tcinspect.report import Report
@@ -20,10 +21,12 @@ class Diff:
     breaks: list[tuple[str, str]] = field(default_factory=list)  # added|removed, description
     recompiles: list[tuple[str, str]] = field(default_factory=list)
     kernels: list[tuple[str, str, str]] = field(default_factory=list)  # added|removed, output, kernel
+    #: compile caches: a look-up whose state or key changed, with the key components that changed
+    caches: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.counts or self.graphs or self.breaks or self.recompiles or self.kernels)
+        return not (self.counts or self.graphs or self.breaks or self.recompiles or self.kernels or self.caches)
 
 
 def _graph_key(g: Any) -> str:
@@ -81,6 +84,7 @@ def diff(a: Report, b: Report) -> Diff:
             d.kernels.append(("removed", out, name))
         for name in sorted((after - before).elements()):
             d.kernels.append(("added", out, name))
+    d.caches = caches.diff(a, b)
     return d
 
 
@@ -92,4 +96,5 @@ def document(d: Diff, a_name: str, b_name: str) -> dict[str, Any]:
         "graph_breaks": [{"change": c, "break": t} for c, t in d.breaks],
         "recompile_reasons": [{"change": c, "reason": t} for c, t in d.recompiles],
         "kernels": [{"change": c, "output": o, "kernel": k} for c, o, k in d.kernels],
+        "caches": list(d.caches),
     }

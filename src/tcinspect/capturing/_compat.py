@@ -14,7 +14,7 @@ import sys
 import tempfile
 import traceback
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any, Optional
 
@@ -451,11 +451,25 @@ _MODULE_PATH = re.compile(r"_modules\[['\"]([^'\"]+)['\"]\]|\[['\"]?([^'\"\]]+)[
 
 
 @contextlib.contextmanager
-def provenance_tracking() -> Iterator[None]:
+def provenance_tracking(written: Optional[list[str]] = None) -> Iterator[None]:
     """Turn Inductor's provenance tracking on (level 1) for the duration; restore level and state after.
 
-    The level is part of the FX graph cache key (codecache.FxGraphHashDetails, 2.11-2.15), so a
-    tracked compile never reuses an untracked cache entry and vice versa.
+    The level is part of the FX graph cache key (codecache.FxGraphHashDetails sets
+    ``provenance_tracking_level`` from the config, 2.11-2.15; AOTAutogradCacheDetails inherits it),
+    because a tracked entry holds the node mappings and its output code the "[Provenance debug
+    handles]" comments. A compile that turned tracking on would look up, and fill, entries of its own
+    that the user's runs never read. So, unless the user already tracks at level 1:
+
+    - the key keeps the user's own level (set back on each FxGraphHashDetails after its __init__):
+      every look-up is the one the user's run makes, so hit, miss and bypass, and the time a hit
+      takes, are the user's;
+    - nothing compiled here is saved in the FX graph or AOTAutograd cache (FxGraphCache._save_graph
+      and AOTAutogradCache.save do nothing, local and remote): its content is not what the user's run
+      would store under that key;
+    - the output code modules a miss wrote (tracked code, under the hash of its text) are listed in
+      ``written`` by the recorder and removed afterwards (``remove_tracked_code``).
+
+    Kernel sources compiled on a miss do not depend on the level and are left, as the user's run leaves them.
     """
     from torch._inductor import config as inductor_config
     from torch._inductor import debug as inductor_debug
@@ -466,13 +480,75 @@ def provenance_tracking() -> Iterator[None]:
         if isinstance(value, dict):
             setattr(inductor_debug, name, {})
     inductor_config.trace.provenance_tracking_level = 1
+    with contextlib.ExitStack() as stack:
+        if old_level != 1:
+            stack.enter_context(_user_cache_key(old_level))
+        try:
+            yield
+        finally:
+            inductor_config.trace.provenance_tracking_level = old_level
+            if old_level != 1 and written:
+                remove_tracked_code(written)
+            for name, value in saved.items():
+                if value is not None:
+                    setattr(inductor_debug, name, value)
+
+
+@contextlib.contextmanager
+def _user_cache_key(level: int) -> Iterator[None]:
+    """Look up the user's cache entries (their provenance level in the key) and save none (2.11-2.15)."""
+    from torch._functorch._aot_autograd import autograd_cache
+    from torch._inductor import codecache
+
+    details = codecache.FxGraphHashDetails
+    init = details.__init__
+    save_graph = codecache.FxGraphCache.__dict__["_save_graph"]
+    save_aot = autograd_cache.AOTAutogradCache.__dict__["save"]
+
+    def keyed_as_user(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if hasattr(self, "provenance_tracking_level"):
+            self.provenance_tracking_level = level
+
+    def no_save(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    details.__init__ = keyed_as_user  # type: ignore[method-assign]
+    codecache.FxGraphCache._save_graph = staticmethod(no_save)  # type: ignore[method-assign,assignment]
+    autograd_cache.AOTAutogradCache.save = staticmethod(no_save)  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
-        inductor_config.trace.provenance_tracking_level = old_level
-        for name, value in saved.items():
-            if value is not None:
-                setattr(inductor_debug, name, value)
+        details.__init__ = init  # type: ignore[method-assign]
+        codecache.FxGraphCache._save_graph = save_graph  # type: ignore[method-assign]
+        autograd_cache.AOTAutogradCache.save = save_aot  # type: ignore[method-assign]
+
+
+#: the comment Inductor writes above each launch in tracked output code (codegen/wrapper.py, 2.11-2.15)
+TRACKED_CODE_MARK = "[Provenance debug handles]"
+
+
+def remove_tracked_code(paths: Sequence[str]) -> None:
+    """Remove the output code modules a tracked miss wrote into Inductor's cache directory.
+
+    Only files under the cache directory whose text carries the tracking comments go: untracked code
+    loaded from the user's own entries never does.
+    """
+    root = os.path.realpath(inductor_cache_dir()) + os.sep
+    for path in dict.fromkeys(paths):
+        real = os.path.realpath(path)
+        if not real.startswith(root) or not real.endswith(".py"):
+            continue
+        try:
+            with open(real, encoding="utf-8", errors="replace") as f:
+                tracked = TRACKED_CODE_MARK in f.read()
+            if tracked:
+                os.unlink(real)
+                for suffix in ("c", "o"):  # no bytecode is written for them (PyCodeCache), but be sure
+                    with contextlib.suppress(OSError):
+                        os.unlink(real + suffix)
+        except OSError:
+            pass
 
 
 #: torch/_inductor/debug.py's module-level provenance dicts (2.11-2.15)

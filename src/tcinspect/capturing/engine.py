@@ -16,7 +16,7 @@ from typing import Any, Optional
 from tcinspect.analysis import roofline
 from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, shapespec, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
-from tcinspect.parse import assemble, cudagraphs, provenance, shapes
+from tcinspect.parse import assemble, cudagraphs, inductor, provenance, shapes
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events
@@ -40,9 +40,12 @@ class Recorder(logging.Handler):
         self._stream = open(stream, "a", encoding="utf-8") if stream else None  # noqa: SIM115 - closed by close()
         self.seconds = 0.0  # spent in emit(): tcinspect's own share of the compile (Report.timings)
         self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
+        self._mapping = ""  # the last node-mapping artifact (its postToPre goes into the record)
         #: str(id(module)) -> its name in the user's model, so module paths start at the user's root
         self.module_names: dict[str, str] = {}
         self._estimate = ""  # Inductor's last peak estimate, for the output code that follows it
+        #: the output code modules Inductor wrote or loaded (tracked ones a miss wrote are removed after)
+        self.output_code_files: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         start = time.perf_counter()
@@ -63,6 +66,11 @@ class Recorder(logging.Handler):
         self._add(event)
         if event.name == "inductor_output_code":
             self._wrapper = event.payload
+            path = event.meta.get("file_path") if isinstance(event.meta, dict) else None
+            if isinstance(path, str) and path:
+                self.output_code_files.append(path)
+        elif event.name == provenance.NODE_MAPPINGS:
+            self._mapping = event.payload
         elif event.name == provenance.STACK_TRACES:
             self._provenance(event)
         elif event.name == "aot_forward_graph":
@@ -87,6 +95,13 @@ class Recorder(logging.Handler):
         where, record = _compat.provenance_snapshot(self.module_names)
         store = Path(_compat.inductor_cache_dir()) / provenance.STORE_FOLDER
         if where == "compile":
+            stacks = provenance.json_dict(after.payload)
+            if stacks:
+                record["stacks"] = stacks
+            pre = provenance.json_dict(self._mapping).get("postToPre")
+            if isinstance(pre, dict) and pre:
+                record["post_to_pre"] = pre
+            record["launches"] = [[k.name, k.provenance_key] for k in inductor.parse_output_code(self._wrapper)]
             provenance.remember(store, self._wrapper, record)
         elif where == "cache_hit":
             record = provenance.recall(store, self._wrapper) or {}
@@ -247,7 +262,7 @@ class _Run:
                 stack.enter_context(_compat.private_inductor_cache())
             if self.quiet:
                 stack.enter_context(_compat.quiet_torch_logs())
-            stack.enter_context(_compat.provenance_tracking())
+            stack.enter_context(_compat.provenance_tracking(self.recorder.output_code_files))
             stack.enter_context(_compat.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
             stack.enter_context(_compat.trace_handler(self.recorder))
             stack.enter_context(_compat.cudagraph_skip_log(self.recorder.cudagraph_skip))

@@ -98,9 +98,13 @@ def check(
     min_region_reuse: MinRegionReuse = None,
     max_saved_bytes: MaxSavedBytes = None,
     max_peak_ratio: MaxPeakRatio = None,
+    expect_warm: Annotated[bool, typer.Option(
+        "--expect-warm", help="With --baseline: fail when a compile cache look-up that hit in the baseline misses "
+                              "now, naming torch's reason and the key components that changed; with --update: "
+                              "record the look-ups that hit.")] = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
-    from tcinspect.analysis import checks, divergence, shapecheck
+    from tcinspect.analysis import caches, checks, divergence, shapecheck
     from tcinspect.render import checks as render
 
     fmt = c.check_format(fmt, ("table", "github", "json"))
@@ -120,6 +124,8 @@ def check(
     if guard_latency_tolerance is not None and baseline_path is None:
         raise UsageError("--guard-latency-tolerance compares with a baseline", "pass --baseline FILE")
     shape_budget = max_specializations is not None or bool(static_ok)
+    if expect_warm and baseline_path is None:
+        raise UsageError("--expect-warm compares with a baseline", "pass --baseline FILE")
     if not update and baseline_path is None and nproc is None and not shape_budget and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
@@ -142,6 +148,8 @@ def check(
             snapshots[name] = {**checks.snapshot(rep, compile_time=compile_time_tolerance is not None,
                                                  guard_latency_us=guard_latency_tolerance is not None),
                                **shapecheck.snapshot_entry(rep)}
+            if expect_warm:
+                snapshots[name]["warm"] = caches.warm_record(rep)
         elif base is not None:
             if name not in base:
                 raise UsageError(f"{name} is not in baseline {baseline_path}",
@@ -157,6 +165,13 @@ def check(
             if guard_latency_tolerance is not None:
                 outcome.findings.append(checks.compare_guard_latency(name, rep, base[name], guard_latency_tolerance,
                                                                      baseline_path))
+            if expect_warm:
+                if not isinstance(base[name].get("warm"), dict):
+                    raise UsageError(f"baseline {baseline_path} has no cache record for {name}",
+                                     f"record one on a warm run with `tcinspect check {path} --baseline "
+                                     f"{baseline_path} --update --expect-warm`")
+                outcome.findings += [checks.Finding(name, what, status, text, rep.target.path if status == "fail" else "")
+                                     for what, status, text in caches.expect_warm_findings(name, rep, base[name], path)]
 
     if update:
         assert baseline_path is not None  # refused above: --update needs a baseline path

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.report import (
+    CacheKeyComponent,
     CacheLookup,
     CompileTime,
     CompileTimeFinding,
@@ -268,6 +269,13 @@ def _caches(events: Sequence[Event]) -> dict[tuple[str, str], list[CacheLookup]]
             elif s.name == "AOTAutogradCache.inductor_load":
                 loading[s.compile_id] = loading.get(s.compile_id, 0) + (1 if s.ph == "B" else -1)
             continue
+        if ev.name == PRECOMPILE_BYPASS and ev.compile_id:
+            data = json_payload(ev)
+            data = data if isinstance(data, dict) else {}
+            root = open_root.get(ev.compile_id, "forward")
+            out.setdefault((ev.compile_id, root), []).append(
+                CacheLookup("precompile", "", "bypass", str(data.get("_reason") or "")))
+            continue
         m = _CACHE_EVENT.fullmatch(ev.name)
         if m is None or not ev.compile_id:
             continue
@@ -275,16 +283,47 @@ def _caches(events: Sequence[Event]) -> dict[tuple[str, str], list[CacheLookup]]
         data = data if isinstance(data, dict) else {}
         reason = str(data.get("cache_bypass_reason") or "")
         root = open_root.get(cid, "forward")
+        found = _lookup_fields(data)
         if m.group(1) == "aotautograd":
-            lookup = CacheLookup("aot_autograd", "", m.group(2), reason, round(_num(data, "time_saved_ms") / 1e3, 3))
+            lookup = CacheLookup("aot_autograd", "", m.group(2), reason, round(_num(data, "time_saved_ms") / 1e3, 3),
+                                 **found)
         elif loading.get(cid, 0) > 0:
             n = loaded.get(cid, 0)
             loaded[cid] = n + 1
-            lookup = CacheLookup("fx_graph", "forward" if n % 2 == 0 else "backward", m.group(2), reason)
+            lookup = CacheLookup("fx_graph", "forward" if n % 2 == 0 else "backward", m.group(2), reason,
+                                 round(_num(data, "time_saved_ns") / 1e9, 3), **found)
         else:
-            lookup = CacheLookup("fx_graph", root, m.group(2), reason)
+            lookup = CacheLookup("fx_graph", root, m.group(2), reason, round(_num(data, "time_saved_ns") / 1e9, 3),
+                                 **found)
         out.setdefault((cid, root), []).append(lookup)
     return out
+
+
+PRECOMPILE_BYPASS = "precompile_cache_bypass"
+#: how much of a key component's value a report keeps (its hash stands for the whole)
+COMPONENT_VALUE_CHARS = 160
+_COMPONENT = re.compile(r"\[(?P<hash>[^\]]*)\] (?P<name>[^:]+?): (?P<value>.*)", re.DOTALL)
+
+
+def key_components(items: Any) -> tuple[CacheKeyComponent, ...]:
+    """torch's ``components`` list (``[hash] name: value`` strings) as components; others skipped."""
+    out = []
+    for item in items if isinstance(items, list) else ():
+        m = _COMPONENT.match(item) if isinstance(item, str) else None
+        if m is not None:
+            value = m["value"].strip()
+            if len(value) > COMPONENT_VALUE_CHARS:
+                value = value[:COMPONENT_VALUE_CHARS] + "…"
+            out.append(CacheKeyComponent(m["name"].strip(), m["hash"], value))
+    return tuple(out)
+
+
+def _lookup_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The key, its components, the cost of a miss and remote-cache fields of one cache artifact."""
+    remote = tuple(f"{k}: {data[k]}" for k in sorted(data) if "remote" in k.lower())
+    return {"key": str(data.get("key") or ""), "components": key_components(data.get("components")),
+            "cost_s": round(_num(data, "time_taken_ns") / 1e9, 3) if data.get("cache_state") == "miss" else 0.0,
+            "remote": remote}
 
 
 _CACHE_EVENT = re.compile(r"(fx_graph|aotautograd)_cache_(hit|miss|bypass|disabled)")

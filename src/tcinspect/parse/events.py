@@ -59,6 +59,7 @@ PARSED = frozenset({
     # dynamic shapes (parse/shapes.py); guard_on_data_dependent_error only under TORCH_DTRACE
     "create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization", "guard_added_fast",
     "guard_on_data_dependent_error",
+    "precompile_cache_bypass",
 })
 
 #: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
@@ -88,7 +89,7 @@ KNOWN_UNREAD = frozenset({
     "missing_fake_kernel", "overlap_scheduling_graph_after", "overlap_scheduling_graph_before",
     "pge_profile_vs_analytical", "post_decomp_comms", "pre_bucketing_collective_sizes",
     "pre_bucketing_collective_sizes_after", "pre_bucketing_fsdp_collectives", "pre_decomp_comms",
-    "precompile_cache_bypass", "propagate_real_tensors", "propagate_real_tensors_provenance", "put_local_code_state",
+    "propagate_real_tensors", "propagate_real_tensors_provenance", "put_local_code_state",
     "reorder_communication_preserving_peak_memory", "scheduler_nodes_before_comm_overlap", "sink_waits_iterative_info",
     "torch._functorch.config", "torch_version", "triton_kernel_info",
     "native_dsl_compile", "fx_collectives_estimations_after_overlap_bucketing",

@@ -45,6 +45,9 @@ class Statement:
     stacks: dict[str, list[str]] = field(default_factory=dict)  # "name:handle" -> stack trace texts
     modules: dict[str, str] = field(default_factory=dict)  # post-grad node -> module path
     malformed: list[str] = field(default_factory=list)  # artifacts that could not be read
+    #: (kernel name, "name:handle") of each launch in order, from tcinspect's record of the tracked code:
+    #: the handles of the same code loaded from an entry the user's untracked run saved (no handle comments)
+    launches: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -71,6 +74,8 @@ def _load(payload: str) -> Any:
 
 def add_event(st: Statement, name: str, payload: str) -> None:
     """Fold one provenance record into ``st``; an unreadable one is noted in ``st.malformed``."""
+    if not payload.strip() or payload.strip() == "null":
+        return  # logged without a payload: tracking was off when the code was compiled (an untracked entry)
     data = _load(payload)
     if name == NODE_MAPPINGS:
         if not isinstance(data, dict):
@@ -101,6 +106,14 @@ def add_event(st: Statement, name: str, payload: str) -> None:
         for k, nodes in kernels.items():
             st.kernels.setdefault(k, nodes)  # Inductor's own mapping artifact wins where it has the kernel
         st.modules.update({str(k): str(v) for k, v in modules.items()})
+        for k, pre_nodes in (_str_lists(data.get("post_to_pre", {})) or {}).items():
+            st.post_to_pre.setdefault(k, pre_nodes)
+        for k, texts in (_str_lists(data.get("stacks", {})) or {}).items():
+            st.stacks.setdefault(k, texts)
+        launches = data.get("launches", [])
+        if isinstance(launches, list):
+            st.launches = [(str(x[0]), str(x[1])) for x in launches
+                           if isinstance(x, list) and len(x) == 2 and all(isinstance(v, str) for v in x)]
 
 
 def unreadable(events: Iterable[Any]) -> dict[str, int]:
@@ -131,6 +144,13 @@ def _aten(target: str) -> str:
 def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]) -> tuple[Kernel, ...]:
     """Each kernel with its stated provenance, or marked inferred where Inductor stated none."""
     order = {n.name: i for i, n in enumerate(post_grad.nodes)} if post_grad is not None else {}
+    if st.launches and order and not any(k.provenance_key for k in kernels) and len(st.launches) == len(kernels) \
+            and all(name == k.name for (name, _), k in zip(st.launches, kernels)) \
+            and all(n in order for _, key in st.launches for n in st.kernels.get(key, ())):
+        # the same code as tcinspect saw compiled, loaded from an untracked entry: its launches in order.
+        # Only where every node the record names is in this post-grad graph: a tracked backward compile can
+        # name its nodes differently from the user's untracked one, and then the record is not used.
+        kernels = tuple(replace(k, provenance_key=key) if key else k for (_, key), k in zip(st.launches, kernels))
     targets = {n.name: n.target for n in post_grad.nodes} if post_grad is not None else {}
     out = []
     for k in kernels:
@@ -166,8 +186,27 @@ def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]
 STORE_FOLDER = "tcinspect-provenance"
 
 
+#: the comment a tracked compile writes above each launch (Inductor's codegen/wrapper.py, 2.11-2.15)
+HANDLE_MARK = "[Provenance debug handles]"
+
+
+def untracked(wrapper: str) -> str:
+    """Output code as an untracked compile of the same graph writes it: without the handle comments."""
+    if HANDLE_MARK not in wrapper:
+        return wrapper
+    return "".join(line for line in wrapper.splitlines(keepends=True) if HANDLE_MARK not in line)
+
+
+def _code_only(wrapper: str) -> str:
+    # comments differ between a tracked and an untracked compile of the same graph (the handles, the
+    # AOT ID counter of the process, the source-node names of a backward): the code is what must match
+    return "".join(line for line in wrapper.splitlines(keepends=True) if not line.lstrip().startswith("#"))
+
+
 def _store_key(wrapper: str) -> str:
-    return hashlib.sha256(wrapper.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    # keyed by the code as the user's (untracked) run writes it, so a record of tcinspect's tracked
+    # compile serves the entry the user's own run saved for the same graph
+    return hashlib.sha256(_code_only(wrapper).encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def remember(store: Path, wrapper: str, record: dict[str, Any]) -> None:
@@ -185,3 +224,9 @@ def recall(store: Path, wrapper: str) -> Optional[dict[str, Any]]:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def json_dict(payload: str) -> dict[str, Any]:
+    """A JSON object payload, or {} when it is not one."""
+    data = _load(payload)
+    return data if isinstance(data, dict) else {}

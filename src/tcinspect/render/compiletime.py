@@ -11,6 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis import caches as cache_views
 from tcinspect.analysis import compile_time as views
 from tcinspect.parse.compiletime import GROUP_TITLES, GROUPS
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
@@ -96,10 +97,22 @@ def table(rep: Report) -> RenderableType:
     if ct.compile_threads:
         caches.append(f"compile_threads {ct.compile_threads}", style="dim")
     parts.append(caches)
-    for t in ct.compiles:
-        for c in t.caches:
-            if c.reason:
-                parts.append(Text(f"  {t.compile_id} {c.part or t.part} {c.cache} {c.state}: {c.reason}", style="yellow"))
+    saves = cache_views.warm_start_saves(rep)
+    if saves:
+        parts.append(Text(f"  a warm start would save {saves:.2f} s (what the FX graph cache misses took to "
+                          "compile, by torch's measure)", style="dim"))
+    for t, c in cache_views.lookups(ct):
+        why = cache_views.explanation(c)
+        if c.state in ("miss", "bypass") and why:
+            title = cache_views.CACHE_TITLES.get(c.cache, c.cache)
+            line = Text(f"  {t.compile_id} {c.part or t.part} {title} {c.state}: ", style="yellow")
+            line.append(why)
+            site = cache_views.bypass_site(rep, t, c) if c.state == "bypass" else ""
+            if site:
+                line.append(f" — at {site}")
+            parts.append(line)
+        for r in c.remote:
+            parts.append(Text(f"  {t.compile_id} {c.part or t.part} {c.cache} remote {r}", style="dim"))
 
     if ct.findings:
         parts.append(Text("What to do", style="bold"))

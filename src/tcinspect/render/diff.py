@@ -39,4 +39,7 @@ def diff(d: Diff, a: str, b: str) -> RenderableType:
             for change, text in pairs:
                 t.add_row(Text(change, style=_STYLE.get(change, "")), text)
             parts.append(t)
+    if d.caches:
+        parts.append(Text("Compile caches (look-ups whose state or key changed)", style="bold"))
+        parts.extend(Text(f"  {line}", style="yellow") for line in d.caches)
     return Group(*parts)
