@@ -19,7 +19,7 @@ import pytest
 
 from conftest import cli
 from tcinspect import serialize
-from tcinspect.parse import torchtrace
+from tcinspect.parse import logfiles, torchtrace
 from tcinspect.report import Report
 
 DATA = Path(__file__).parent / "data" / "torch_trace"
@@ -50,6 +50,7 @@ def _comparable(rep: Report, inferred: set) -> dict:
 def _strip(doc: dict, inferred: set) -> None:
     doc.pop("calls", None)
     doc.pop("input_errors", None)
+    doc.pop("log", None)  # the log a rank was read from (a live capture has none)
     # the recorded live reports predate "a guard is a leaf of the compile's guard tree" (the count
     # is now derived from the guards, which are compared in full below): leave the derived counts out
     for c in doc["compiles"]:
@@ -266,12 +267,14 @@ def test_which_files_of_a_directory_are_rank_logs(tmp_path):
     os.utime(old, (1, 1))  # the job restarted into the same directory: the newer log is the rank's
     shutil.copy(CPU / "recompile_scalar.log.gz", tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz")
     (tmp_path / "tlparse_output").mkdir()
-    found = torchtrace.rank_logs(tmp_path)
-    assert found.ranks == {0: new, 1: tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz"}
-    assert found.ignored == (old,)
+    found = logfiles.rank_logs(tmp_path)
+    assert {r: Path(f.where) for r, f in found.ranks.items()} == {
+        0: new, 1: tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz"}
+    assert [(Path(f.where), why) for f, why in found.ignored] == [
+        (old, f"an older log of rank 0 (the job restarted?): {new.name} is read")]
     # a process that logged before its process group was up writes no rank: alone, it is rank 0
     single = tmp_path / "single"
     single.mkdir()
     shutil.copy(CPU / "tiny.log.gz", single / "dedicated_log_torch_trace_k2j4.log.gz")
-    assert list(torchtrace.rank_logs(single).ranks) == [0]
+    assert list(logfiles.rank_logs(single).ranks) == [0]
     assert torchtrace.read(single).summary == torchtrace.read(CPU / "tiny.log.gz").summary

@@ -511,6 +511,8 @@ class ParseHealth:
     truncated_payloads: int = 0
     #: TORCH_TRACE directories: files that are not rank logs, skipped.
     files_ignored: int = 0
+    #: TORCH_TRACE directories: each file not read, and why (not a log, an older log of a rank, …).
+    ignored_files: tuple[IgnoredFile, ...] = ()
 
     @property
     def damaged(self) -> bool:
@@ -667,6 +669,8 @@ class RankReport:
     input_errors: tuple[InputSetError, ...] = ()
     ddp_splits: tuple[DdpSplit, ...] = ()
     compile_time: Optional[CompileTime] = None
+    #: TORCH_TRACE directories: the log this rank was read from (its name below the directory).
+    log: str = ""
 
     @property
     def summary(self) -> Summary:
@@ -888,3 +892,12 @@ class CompileTime:
     @property
     def total_s(self) -> float:
         return round(sum(c.total_s for c in self.compiles if c.part != "runtime"), 6)
+
+
+@dataclass(frozen=True)
+class IgnoredFile:
+    """A file of a TORCH_TRACE directory that was not read, and why."""
+
+    #: its name below the directory
+    name: str
+    reason: str

@@ -61,6 +61,7 @@ def check(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
@@ -87,7 +88,7 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict,
+        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict, jobs=jobs,
                        timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
         c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path

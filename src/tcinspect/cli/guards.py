@@ -31,6 +31,7 @@ def guards(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
@@ -44,7 +45,7 @@ def guards(
     fmt = c.check_format(fmt)
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict,
+                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict, jobs=jobs,
                    timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
     c.emit_document(divergence.document(rep, guards_document), fmt, output,
                     lambda: ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key))

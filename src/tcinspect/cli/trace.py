@@ -57,6 +57,7 @@ def trace(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
@@ -69,7 +70,7 @@ def trace(
     from tcinspect.render import ranks
 
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+                   rank=rank, strict=strict, jobs=jobs, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
     c.emit(rep, fmt, output, lambda: ranks.trace(rep, stages, code, limit), not no_timings, pages=_pages(rep, graph or ()))
     c.exit_for(rep)
 
