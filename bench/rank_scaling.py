@@ -73,13 +73,14 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="write the directories here and keep them")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    jobs = [int(j) for j in args.jobs.split(",")] if args.jobs else sorted({1, cores})
+    jobs = sorted({int(j) for j in args.jobs.split(",")} if args.jobs else {1, cores})  # the speed-up is over the first
     counts = [int(n) for n in args.ranks.split(",")]
     print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine} · source {args.source} · "
           f"best of {args.runs}")
     print("\n| ranks | MB | --jobs | wall s | s per rank | MB/s | MB/s per core | speed-up | peak RSS MB | a worker's MB |"
           "\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows: dict[int, list[tuple[int, float, float]]] = {j: [] for j in jobs}
+    checks: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
         base = args.keep or Path(tmp)
         for n in counts:
@@ -95,6 +96,10 @@ def main() -> None:
                 worker = f"{best['workers_rss_mb']:.0f}" if j > 1 else ""
                 first = first or wall
                 rows[j].append((n, wall, rss))
+                if j > 1:
+                    checks.append(f"{n} ranks, --jobs {j}: {mb / wall / j:.0f} MB/s per core (target ≥ 50: "
+                                  f"{'met' if mb / wall / j >= 50 else 'not met'}), speed-up {first / wall:.2f}× "
+                                  f"(target ≥ 0.7 × {j} = {0.7 * j:.1f}: {'met' if first / wall >= 0.7 * j else 'not met'})")
                 print(f"| {n:,} | {mb:.0f} | {j} | {wall:.2f} | {wall / n:.4f} | {mb / wall:.0f} | {mb / wall / j:.0f} | "
                       f"{first / wall:.2f}× | {rss:.0f} | {worker} |", flush=True)
     if len(counts) > 1:
@@ -103,6 +108,8 @@ def main() -> None:
             ns = [float(n) for n, _, _ in got]
             print(f"--jobs {j}: growth exponent with ranks (log-log least squares): time "
                   f"{_slope(ns, [w for _, w, _ in got]):.2f}, peak RSS {_slope(ns, [r for _, _, r in got]):.2f}")
+    if checks:
+        print("\n" + "\n".join(checks))
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

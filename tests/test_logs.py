@@ -276,3 +276,13 @@ def test_a_long_divergence_is_cut_in_the_table_only():
     assert "… 12 ranks" in text and "in 12 more groups (use --format yaml)" in text
     assert "… 10 more divergences (use --format yaml)" in text
     assert render.ranks_short(list(range(0, 100, 2))) == "ranks 0, 2, 4, 6, 8, 10, … (50 ranks)"
+
+
+def test_the_pool_is_sized_to_the_idle_cores(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert torchtrace.workers(None, 256) == 16 and torchtrace.workers(None, 3) == 3 and torchtrace.workers(4, 256) == 4
+    monkeypatch.setattr(os, "getloadavg", lambda: (13.6, 0.0, 0.0))  # other jobs keep 13-14 cores busy
+    assert torchtrace.workers(None, 256) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 0.0, 0.0))
+    assert torchtrace.workers(None, 256) == 1

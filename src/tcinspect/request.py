@@ -42,7 +42,7 @@ class Request:
         strict: anything the parser did not understand is an error (exit 2).
         isolate: compile in a child process, so that a native crash is a report (the CLI's default).
         also_accept: other recorded options whose cached reports answer this request too.
-        jobs: processes that read the rank logs of a TORCH_TRACE directory (default: one per core).
+        jobs: processes that read the rank logs of a TORCH_TRACE directory (default: one per idle core).
     """
 
     file: Optional[str] = None

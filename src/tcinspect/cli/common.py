@@ -75,7 +75,7 @@ StrictOpt = Annotated[bool, typer.Option(
                      "not understand, instead of a warning (a failed run still ends with its failure's code).")]
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", help="Processes that read the rank logs of a TORCH_TRACE directory in parallel (default: one per "
-                         "core).", show_default=False, metavar="N", min=1)]
+                         "core that other processes are not keeping busy).", show_default=False, metavar="N", min=1)]
 
 err_console = Console(stderr=True, highlight=False)
 

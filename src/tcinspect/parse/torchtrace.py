@@ -228,10 +228,10 @@ TARGET_KIND = "torch_trace"
 
 #: one rank's log read, as a pool worker sends it back: (rank, its report without its large parts or why it cannot
 #: be read, its large parts each pickled with a digest of the pickle)
-_RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...]]
+RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...]]
 
 
-def _rank_entry(args: tuple[int, str]) -> _RankEntry:
+def read_rank(args: tuple[int, str]) -> RankEntry:
     """One rank's report, or why its log cannot be read (the other ranks are still read). Its large parts, equal
     on ranks that compiled alike, come pickled with a digest, so that the reader keeps (and unpickles) each once:
     in one process too, where this costs about a tenth of the read and keeps memory to the distinct parts."""
@@ -255,7 +255,7 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
         path: a log (``.gz`` too) or a directory of rank logs (parse/logfiles.py says which files are), a local
             path or any fsspec URL (``s3://bucket/trace/``, ``https://host/trace/rank_0.log.gz``).
         rank: read only this rank of a directory.
-        jobs: processes that read ranks in parallel (default: one per core).
+        jobs: processes that read ranks in parallel (default: one per idle core).
     """
     shown = str(path)
     if not logfiles.is_directory(path):
@@ -279,7 +279,7 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
     if len(entries) == 1:
         return _with_ignored(log_report(entries[0][1], shown, len(ignored))[0], ignored)
     names = {r: f.name for r, f in found.ranks.items()}
-    return _merged(_map(entries, jobs), shown, ignored, names)
+    return merge_ranks(_map(entries, jobs), shown, ignored, names)
 
 
 def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
@@ -295,21 +295,27 @@ def _ranks(ranks: Mapping[int, object]) -> str:
 
 
 def workers(jobs: Optional[int], tasks: int) -> int:
-    """Processes for ``tasks`` logs: ``jobs``, or one per core this process may use."""
+    """Processes for ``tasks`` logs: ``jobs``, or one per core this process may use that other processes are not
+    already keeping busy (the load average): on a shared machine, more workers than idle cores only slow it down."""
     if jobs is None:
         try:
-            jobs = len(os.sched_getaffinity(0))
+            cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
-            jobs = os.cpu_count() or 1
+            cores = os.cpu_count() or 1
+        try:
+            busy = os.getloadavg()[0]
+        except (AttributeError, OSError):  # no load average here (Windows)
+            busy = 0.0
+        jobs = min(cores, max(1, round(cores - busy)))
     return max(1, min(tasks, jobs))
 
 
-def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[_RankEntry]:
+def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEntry]:
     """Each rank's report in rank order, read by a pool of processes; at most a few ranks per worker are
     in flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
-        yield from (_rank_entry(e) for e in entries)
+        yield from (read_rank(e) for e in entries)
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -319,26 +325,26 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[_RankE
     try:
         pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        yield from (_rank_entry(e) for e in entries)
+        yield from (read_rank(e) for e in entries)
         return
     window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:
-        pending: deque[Future[_RankEntry]] = deque()
+        pending: deque[Future[RankEntry]] = deque()
         todo = iter(entries)
         for e in todo:
-            pending.append(pool.submit(_rank_entry, e))
+            pending.append(pool.submit(read_rank, e))
             if len(pending) >= window:
                 break
         while pending:
             result = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(pool.submit(_rank_entry, nxt))
+                pending.append(pool.submit(read_rank, nxt))
             yield result
 
 
-def _merged(results: Iterable[_RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
-            names: Mapping[int, str]) -> Report:
+def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
+                names: Mapping[int, str]) -> Report:
     """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
     ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks are kept once."""
     from tcinspect.parse.ranks import merge
