@@ -35,7 +35,7 @@ import json, resource, sys, time
 start = time.perf_counter()
 from tcinspect.parse import torchtrace
 from tcinspect.analysis import divergence
-rep = torchtrace.read(sys.argv[1], jobs=int(sys.argv[2]))
+rep = torchtrace.read(sys.argv[1], jobs=int(sys.argv[2]) or None)
 divs = divergence.divergences(rep.ranks)
 wall = time.perf_counter() - start
 workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -67,13 +67,15 @@ def _slope(xs: list[float], ys: list[float]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", default="64,256,1024")
-    ap.add_argument("--jobs", default="", help="comma-separated; default 1 and every core")
+    ap.add_argument("--jobs", default="", help="comma-separated; 0 is the reader's default (one per idle core); "
+                                                 "default: 1 and every core")
     ap.add_argument("--source", choices=sorted(rank_logs.SOURCES), default="ddp")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="write the directories here and keep them")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    jobs = sorted({int(j) for j in args.jobs.split(",")} if args.jobs else {1, cores})  # the speed-up is over the first
+    # the speed-up is over the first; 0 (the reader's own choice) last
+    jobs = sorted({int(j) for j in args.jobs.split(",")} if args.jobs else {1, cores}, key=lambda j: (j == 0, j))
     counts = [int(n) for n in args.ranks.split(",")]
     print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine} · source {args.source} · "
           f"best of {args.runs}")
@@ -96,11 +98,12 @@ def main() -> None:
                 worker = f"{best['workers_rss_mb']:.0f}" if j > 1 else ""
                 first = first or wall
                 rows[j].append((n, wall, rss))
-                if j > 1:
+                if j > 1:  # the targets of a many-core machine
                     checks.append(f"{n} ranks, --jobs {j}: {mb / wall / j:.0f} MB/s per core (target ≥ 50: "
                                   f"{'met' if mb / wall / j >= 50 else 'not met'}), speed-up {first / wall:.2f}× "
                                   f"(target ≥ 0.7 × {j} = {0.7 * j:.1f}: {'met' if first / wall >= 0.7 * j else 'not met'})")
-                print(f"| {n:,} | {mb:.0f} | {j} | {wall:.2f} | {wall / n:.4f} | {mb / wall:.0f} | {mb / wall / j:.0f} | "
+                per_core = f"{mb / wall / j:.0f}" if j else ""
+                print(f"| {n:,} | {mb:.0f} | {j or 'default'} | {wall:.2f} | {wall / n:.4f} | {mb / wall:.0f} | {per_core} | "
                       f"{first / wall:.2f}× | {rss:.0f} | {worker} |", flush=True)
     if len(counts) > 1:
         print()

@@ -345,8 +345,9 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
 
 def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
                 names: Mapping[int, str]) -> Report:
-    """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
-    ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks are kept once."""
+    """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
+    top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
+    are unpickled and kept once."""
     from tcinspect.parse.ranks import merge
     from tcinspect.report import OK, RankReport
 
@@ -359,6 +360,7 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
 
     ranks: list[RankReport] = []
     base: Optional[Report] = None
+    base_rank = -1
     errors: list[TraceLogError] = []
     unknown: dict[str, int] = {}
     artifacts: dict[str, int] = {}
@@ -374,8 +376,8 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
                                 log=names.get(r, "")))
-        if base is None:
-            base = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time)
+        if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
+            base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
         read_s += dict(rep.timings).get("read_s", 0.0)
         if rep.parse is None:
             continue
