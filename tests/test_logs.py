@@ -154,9 +154,16 @@ def served(tmp_path_factory):
 def http_server(served):
     pytest.importorskip("aiohttp")  # fsspec's HTTP file system (tcinspect[remote])
     root = served[0].parent
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # no request log on stderr
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):  # a probe that read a file's start closes early
+            pass
+
+    server = Server(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
