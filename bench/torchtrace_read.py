@@ -72,7 +72,7 @@ def _timed_rank(entry: tuple[int, str]) -> float:
     from tcinspect.parse import torchtrace
 
     start = time.perf_counter()
-    torchtrace._rank_entry(entry)
+    torchtrace.read_rank(entry)
     return time.perf_counter() - start
 
 

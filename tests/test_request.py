@@ -128,12 +128,12 @@ def test_a_failed_log_ends_with_its_failure_even_under_strict(tmp_path, monkeypa
     log.write_text("")
     failed = Report(torch_version="2.13.0", device="cpu", target=Target(kind="torch_trace", path=str(log)),
                     error="inductor stage failed: boom", parse=ParseHealth(lines_not_understood=2))
-    monkeypatch.setattr(torchtrace, "read", lambda file, rank=None: failed)
+    monkeypatch.setattr(torchtrace, "read", lambda file, rank=None, jobs=None: failed)
     got, _, err = cli(capsys, "trace", str(log), "--strict", "--stage", "summary")
     assert got == ExitCode.STAGE_FAILED, err
     assert err.strip().splitlines()[-1] == (
         "tcinspect: error: inductor stage failed: boom — the log shows the stages that worked before it")
     # the same log without the failure: --strict refuses what the parser did not understand
-    monkeypatch.setattr(torchtrace, "read", lambda file, rank=None: replace(failed, error=""))
+    monkeypatch.setattr(torchtrace, "read", lambda file, rank=None, jobs=None: replace(failed, error=""))
     got, _, err = cli(capsys, "trace", str(log), "--strict", "--stage", "summary")
     assert got == ExitCode.USAGE_ERROR and "--strict fails on anything" in err

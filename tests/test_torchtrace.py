@@ -19,7 +19,7 @@ import pytest
 
 from conftest import cli
 from tcinspect import serialize
-from tcinspect.parse import torchtrace
+from tcinspect.parse import logfiles, torchtrace
 from tcinspect.report import Report
 
 DATA = Path(__file__).parent / "data" / "torch_trace"
@@ -53,8 +53,10 @@ def _strip(doc: dict, inferred: set) -> None:
     # the recorded live reports predate the shapes section and the recompile advice read from it
     # (tests/test_shapes.py compares both with torch's own events)
     doc.pop("shapes", None)
+    doc.pop("memory", None)  # likewise the memory section (tests/test_memory.py compares it with torch's hooks)
     for r in doc["stages"]["dynamo"]["recompiles"]:
         r.pop("suggestion")
+    doc.pop("log", None)  # the log a rank was read from (a live capture has none)
     # the recorded live reports predate "a guard is a leaf of the compile's guard tree" (the count
     # is now derived from the guards, which are compared in full below): leave the derived counts out
     for c in doc["compiles"]:
@@ -85,9 +87,11 @@ def test_a_log_reads_into_the_live_capture_s_report(where, name):
     assert {o.part for o in log.stages.inductor.outputs
             if any((o.aot_id, k.name) in inferred for k in o.kernels)} <= {"backward"}
     assert _comparable(log, inferred) == _comparable(live, inferred)
-    # the compile-time tree: the same spans and cache look-ups, timings aside
+    # the compile-time tree: the same spans and cache look-ups (their outcome: the recorded live reports predate
+    # the keys and components, which tests/test_caches.py compares with torch's), timings aside
     def shape(rep: Report) -> list:
-        return [(c.compile_id, c.part, c.function, c.caches, c.restarts, _names(c.root)) for c in rep.compile_time.compiles]
+        return [(c.compile_id, c.part, c.function, tuple((k.cache, k.part, k.state, k.reason) for k in c.caches),
+                 c.restarts, _names(c.root)) for c in rep.compile_time.compiles]
 
     assert shape(log) == shape(live) and shape(log)
 
@@ -271,12 +275,14 @@ def test_which_files_of_a_directory_are_rank_logs(tmp_path):
     os.utime(old, (1, 1))  # the job restarted into the same directory: the newer log is the rank's
     shutil.copy(CPU / "recompile_scalar.log.gz", tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz")
     (tmp_path / "tlparse_output").mkdir()
-    found = torchtrace.rank_logs(tmp_path)
-    assert found.ranks == {0: new, 1: tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz"}
-    assert found.ignored == (old,)
+    found = logfiles.rank_logs(tmp_path)
+    assert {r: Path(f.where) for r, f in found.ranks.items()} == {
+        0: new, 1: tmp_path / "dedicated_log_torch_trace_rank_1_a.log.gz"}
+    assert [(Path(f.where), why) for f, why in found.ignored] == [
+        (old, f"an older log of rank 0 (the job restarted?): {new.name} is read")]
     # a process that logged before its process group was up writes no rank: alone, it is rank 0
     single = tmp_path / "single"
     single.mkdir()
     shutil.copy(CPU / "tiny.log.gz", single / "dedicated_log_torch_trace_k2j4.log.gz")
-    assert list(torchtrace.rank_logs(single).ranks) == [0]
+    assert list(logfiles.rank_logs(single).ranks) == [0]
     assert torchtrace.read(single).summary == torchtrace.read(CPU / "tiny.log.gz").summary

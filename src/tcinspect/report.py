@@ -515,6 +515,8 @@ class ParseHealth:
     truncated_payloads: int = 0
     #: TORCH_TRACE directories: files that are not rank logs, skipped.
     files_ignored: int = 0
+    #: TORCH_TRACE directories: each file not read, and why (not a log, an older log of a rank, …).
+    ignored_files: tuple[IgnoredFile, ...] = ()
 
     @property
     def damaged(self) -> bool:
@@ -733,6 +735,8 @@ class RankReport:
     input_errors: tuple[InputSetError, ...] = ()
     ddp_splits: tuple[DdpSplit, ...] = ()
     compile_time: Optional[CompileTime] = None
+    #: TORCH_TRACE directories: the log this rank was read from (its name below the directory).
+    log: str = ""
 
     @property
     def summary(self) -> Summary:
@@ -1047,6 +1051,8 @@ class Shapes:
     guards: tuple[ShapeGuard, ...] = ()
     data_dependent: tuple[DataDependentError, ...] = ()
     inputs: tuple[InputShape, ...] = ()
+
+
 @dataclass(frozen=True)
 class LambdaGuard:
     """A guard Dynamo evaluates in Python (a LAMBDA_GUARD), and where it sits in the guard tree."""
@@ -1295,3 +1301,10 @@ class Memory:
     @property
     def saved_bytes(self) -> int:
         return sum(g.saved_bytes for g in self.graphs)
+@dataclass(frozen=True)
+class IgnoredFile:
+    """A file of a TORCH_TRACE directory that was not read, and why."""
+
+    #: its name below the directory
+    name: str
+    reason: str

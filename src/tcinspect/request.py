@@ -44,6 +44,7 @@ class Request:
         isolate: compile in a child process, so that a native crash is a report (the CLI's default).
         also_accept: other recorded options whose cached reports answer this request too.
         per_call: ``guards --per-call N``: after compiling, time N calls per input set under torch.profiler.
+        jobs: processes that read the rank logs of a TORCH_TRACE directory (default: one per idle core).
     """
 
     file: Optional[str] = None
@@ -65,6 +66,7 @@ class Request:
     quiet: bool = True
     also_accept: tuple[Options, ...] = field(default=(), compare=False)
     per_call: int = 0
+    jobs: Optional[int] = None
 
     @property
     def options(self) -> Options:
@@ -97,7 +99,7 @@ def obtained(request: Request) -> Obtained:
                    model_name=request.model_name or "model", inputs_name=request.inputs_name, as_script=as_script,
                    fresh=request.fresh, script_args=request.script_args, also_accept=request.also_accept,
                    quiet=request.quiet, timeout=request.timeout, launcher_args=request.launcher_args,
-                   isolate=request.isolate)
+                   isolate=request.isolate, jobs=request.jobs)
 
 
 #: The fix line of a failed capture, by failure kind, when the failure brings none of its own.
@@ -116,19 +118,22 @@ def is_report_path(file: str) -> bool:
 
 
 def is_torch_trace(file: str) -> bool:
-    """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run."""
-    from tcinspect.parse.torchtrace import LOG_PREFIX, is_log
+    """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run; a URL always is."""
+    from tcinspect.parse import logfiles
+    from tcinspect.parse.torchtrace import is_log
 
+    if logfiles.is_url(file):
+        return True
     path = Path(file)
-    if path.is_dir():  # one without a log is not taken for one (the model-file reader says what it is)
-        return any(p.name.startswith(LOG_PREFIX) for p in path.iterdir())
+    if path.is_dir():  # one with nothing named like a log is not taken for one (the model-file reader says what it is)
+        return logfiles.looks_like_logs(path)
     if path.suffix == ".py" or not path.is_file():
         return False
     return is_log(path)
 
 
 def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None, strict: bool = False,
-            nproc: Optional[int] = None, **more: Any) -> Obtained:
+            nproc: Optional[int] = None, jobs: Optional[int] = None, **more: Any) -> Obtained:
     """``_resolve``, then ``rank`` picks one rank of a distributed report or TORCH_TRACE directory, and
     ``strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
     logs = file is not None and not is_report_path(file) and is_torch_trace(file)
@@ -139,11 +144,12 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
         if nproc is not None:
             raise UsageError(f"{file} is a TORCH_TRACE log, read as it is: --nproc runs a model file",
                              "leave out --nproc")
-        from tcinspect.parse import torchtrace
+        from tcinspect.parse import logfiles, torchtrace
 
-        rep = torchtrace.read(file, rank=rank)
-        what = "TORCH_TRACE directory" if Path(file).is_dir() else "TORCH_TRACE log"
+        rep = torchtrace.read(file, rank=rank, jobs=jobs)
+        what = "TORCH_TRACE directory" if rep.ranks or logfiles.is_directory(file) else "TORCH_TRACE log"
         ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
+        ranks += _files_read(rep)
         if rep.ranks:
             from tcinspect.analysis.divergence import rank_failure
 
@@ -165,11 +171,31 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
     return resolved
 
 
-def load(file: str, rank: Optional[int] = None, strict: bool = False) -> Obtained:
+def load(file: str, rank: Optional[int] = None, strict: bool = False, jobs: Optional[int] = None) -> Obtained:
     """A saved report or a TORCH_TRACE log or directory, never a capture (``tcinspect diff``)."""
     if not is_report_path(file) and not is_torch_trace(file):
         serialize.load(file)  # its own precise error (missing file, not a report)
-    return resolve(file, Options(), rank=rank, strict=strict)
+    return resolve(file, Options(), rank=rank, strict=strict, jobs=jobs)
+
+
+#: ignored files named on stderr; the rest are counted (every one is under parse.ignored_files in YAML/JSON)
+_IGNORED_SHOWN = 5
+
+
+def _files_read(rep: Report) -> str:
+    """`` (rank 0: a.log … rank 3: d.log)`` and a line naming the files not read, for the note on stderr."""
+    logs = [r for r in rep.ranks if r.log]
+    text = ""
+    if logs:
+        first, last = logs[0], logs[-1]
+        text = f" (rank {first.rank}: {first.log}" + (f" … rank {last.rank}: {last.log}" if last is not first else "") + ")"
+    ignored = rep.parse.ignored_files if rep.parse is not None else ()
+    if ignored:
+        shown = "; ".join(f"{f.name} ({f.reason})" for f in ignored[:_IGNORED_SHOWN])
+        more = len(ignored) - _IGNORED_SHOWN
+        text += (f"\ntcinspect: not read, {len(ignored)} files: {shown}"
+                 + (f"; and {more} more (all under parse.ignored_files in YAML/JSON)" if more > 0 else ""))
+    return text
 
 
 def _warning(rep: Report) -> str:

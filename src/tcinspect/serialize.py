@@ -186,6 +186,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "Options.per_call",
     "CacheLookup.key", "CacheLookup.components", "CacheLookup.cost_s", "CacheLookup.changed",
     "CacheLookup.compared_with", "CacheLookup.remote",
+    "ParseHealth.ignored_files", "RankReport.log",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

@@ -139,7 +139,7 @@ def divergences(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
             d = _diverging(cid, "compile", values)
             if d is not None:
                 out.append(d)
-            continue
+        # the ranks that made the compile are compared too: one rank without it must not hide how the others differ
         here = len(out)
         for aspect, value in _ASPECTS:
             d = _diverging(cid, aspect, {v.rank.rank: value(v, cid) for v in present})

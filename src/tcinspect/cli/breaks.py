@@ -40,6 +40,7 @@ def breaks(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """List each distinct graph break: your file:line, PyTorch's reason and hints, and a suggested fix."""
@@ -47,7 +48,7 @@ def breaks(
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     # a full Inductor trace of the same file answers too: its Dynamo stage is the same
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict,
+                   also_accept=[Options.of(replace(opts, backend="inductor"))], rank=rank, strict=strict, jobs=jobs,
                    timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
     c.emit_document(divergence.document(rep, lambda x: breaks_document(x, fullgraph)), fmt, output,
                     lambda: ranks.per_rank(rep, lambda x: render.breaks(x, fullgraph), divergence.breaks_key))

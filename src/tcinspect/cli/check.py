@@ -85,6 +85,7 @@ def check(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
     max_specializations: Annotated[Optional[int], typer.Option(
         "--max-specializations", help="Fail when more sizes than this are made constants by the code "
@@ -135,7 +136,7 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict,
+        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict, jobs=jobs,
                        timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
         c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path

@@ -82,6 +82,7 @@ def codegen(
     timeout: c.TimeoutOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
@@ -103,7 +104,7 @@ def codegen(
         _check_line(line)
     query = ("line", line) if line is not None else ("module", module) if module is not None else None
     rep = c.obtain(file, opts, bench=bench_request, model=model, inputs=inputs, fresh=fresh, script_args=script_args,
-                   debug=debug, rank=rank, strict=strict, timeout=timeout, script=script)
+                   debug=debug, rank=rank, strict=strict, jobs=jobs, timeout=timeout, script=script)
     if query is not None:
         _show_query(rep, query, fmt, output)
     elif bench:

@@ -73,6 +73,9 @@ RankOpt = Annotated[Optional[int], typer.Option(
 StrictOpt = Annotated[bool, typer.Option(
     "--strict", help="Exit 2 when a TORCH_TRACE log (or any report) has lines, payloads or events tcinspect did "
                      "not understand, instead of a warning (a failed run still ends with its failure's code).")]
+JobsOpt = Annotated[Optional[int], typer.Option(
+    "--jobs", "-j", help="Processes that read the rank logs of a TORCH_TRACE directory in parallel (default: one per "
+                         "core that other processes are not keeping busy).", show_default=False, metavar="N", min=1)]
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -134,7 +137,7 @@ def obtain(file: Optional[str], compile: CompileOptions, *, model: Optional[str]
            export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None,
            also_accept: Sequence[Options] = (), debug: bool = False, timeout: Optional[float] = None,
            nproc: Optional[int] = None, launcher_args: Optional[Sequence[str]] = None, script: bool = False,
-           rank: Optional[int] = None, strict: bool = False, per_call: int = 0) -> Report:
+           rank: Optional[int] = None, strict: bool = False, per_call: int = 0, jobs: Optional[int] = None) -> Report:
     """The command's report (tcinspect.request.obtain), with a spinner while it compiles and a note of where
     it came from. A failed run is a report too: show it, then ``exit_for`` it.
 
@@ -148,7 +151,8 @@ def obtain(file: Optional[str], compile: CompileOptions, *, model: Optional[str]
                       inputs_name=inputs, script=script, script_args=tuple(script_args or ()), fresh=fresh,
                       timeout=timeout, nproc=nproc, launcher_args=tuple(launcher_args or ()), rank=rank,
                       strict=strict, quiet=not debug, also_accept=tuple(also_accept),
-                      isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"), per_call=per_call)
+                      isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"), per_call=per_call,
+                      jobs=jobs)
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if file and not is_report_path(file) and is_torch_trace(file):
         label = f"reading TORCH_TRACE {file} …"

@@ -43,13 +43,14 @@ def compile_time(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """The slowest compiles and phases (Dynamo, AOTAutograd, Inductor, kernel compile, autotuning, caches), forward and backward, the FX graph and AOTAutograd cache states, and what to do."""
     fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
     opts = c.options(backend, mode, False, dynamic, no_backward, device)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+                   rank=rank, strict=strict, jobs=jobs, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
     _show(rep, fmt, output, perfetto, tree)
     c.exit_for(rep)
 

@@ -18,6 +18,7 @@ def diff(
     output: c.OutputOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
@@ -26,7 +27,7 @@ def diff(
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)
-    loaded = [request.load(f, rank, strict) for f in (a, b)]  # saved reports or logs, never a capture
+    loaded = [request.load(f, rank, strict, jobs) for f in (a, b)]  # saved reports or logs, never a capture
     for one in loaded:
         if one.warning:
             c.note(f"warning: {one.warning}")

@@ -31,6 +31,7 @@ def guards(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
     per_call: Annotated[int, typer.Option(
         "--per-call", help="After compiling, time N calls per input set under torch.profiler: Dynamo's cache "
@@ -49,7 +50,7 @@ def guards(
     opts = c.options(backend, "", False, dynamic, no_backward, device)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
                    also_accept=[replace(Options.of(replace(opts, backend="inductor")), per_call=per_call)], rank=rank, strict=strict,
-                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script, per_call=per_call)
+                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script, per_call=per_call, jobs=jobs)
     c.emit_document(divergence.document(rep, guards_document), fmt, output,
                     lambda: ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key))
     c.exit_for(rep)

@@ -57,6 +57,7 @@ def trace(
     torchrun_arg: c.TorchrunArgOpt = None,
     rank: c.RankOpt = None,
     strict: c.StrictOpt = False,
+    jobs: c.JobsOpt = None,
     debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
@@ -69,7 +70,7 @@ def trace(
     from tcinspect.render import ranks
 
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+                   rank=rank, strict=strict, jobs=jobs, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
     # with -o FILE the terminal gets the summary and where the file went (every stage is in the file), unless
     # --stage asks for more
     shown = ["summary"] if output is not None and stages is None else stages

@@ -13,28 +13,27 @@ most held at once), and only the payloads the report is built from are decoded.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
+import pickle
 import re
 import time
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Optional, Union, cast
+from typing import IO, Any, Optional, Union
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import shapes
+from tcinspect.parse import logfiles, shapes
 from tcinspect.parse.events import Event
-from tcinspect.report import DdpSplit, EventCount, Options, ParseHealth, Report, Target
+from tcinspect.report import DdpSplit, EventCount, IgnoredFile, Options, ParseHealth, Report, Stages, Target
 
-#: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX), and a rank's ("rank_N_" when a
-#: process group was up when the process first logged).
-LOG_PREFIX = "dedicated_log_torch_trace_"
-RANK_LOG = re.compile(r"dedicated_log_torch_trace_rank_(?P<rank>\d+)_[^/]*\.log(\.gz)?")
+#: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX); which files are logs: parse/logfiles.py
+LOG_PREFIX = logfiles.LOG_PREFIX
 #: the glog prefix: level, date, time, pid, file:line], then torch's optional " [trace id]" and
 #: " [__artifact]" (a "[rankN]:" before it in logs of other handlers)
 _GLOG = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^\]\n]*:\d+\](?: \[[^\]\n]*\])* ")
@@ -64,22 +63,7 @@ class LogHealth:
 
 def is_log(path: Union[str, Path]) -> bool:
     """Whether ``path`` is a TORCH_TRACE log: torch's file name, or a first line in its format (.gz too)."""
-    p = Path(path)
-    if p.name.startswith(LOG_PREFIX):
-        return True
-    try:
-        with _open(p) as fh:
-            head = fh.read(256)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return False
-    m = _GLOG.match(head)
-    return m is not None and head[m.end():m.end() + 1] == b"{"
-
-
-def _open(path: Path) -> IO[bytes]:
-    with open(path, "rb") as probe:
-        gz = probe.read(2) == b"\x1f\x8b"
-    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")  # the caller closes it
+    return Path(path).name.startswith(LOG_PREFIX) or logfiles.probe(path, want_rank=False).is_log
 
 
 def _records(fh: IO[bytes], health: LogHealth) -> Iterator[tuple[bytes, bool]]:
@@ -161,7 +145,7 @@ def _name_files(start: object, strings: dict[int, str]) -> None:
 def iter_events(path: Union[str, Path], health: LogHealth) -> Iterator[Event]:
     """The events of one log, in order, as it is read; what was not understood is counted in ``health``."""
     strings: dict[int, str] = {}
-    with _open(Path(path)) as fh:
+    with logfiles.open_log(path) as fh:
         for record, last in _records(fh, health):
             ev = _event(record, last, strings, health)
             if ev is not None:
@@ -175,6 +159,13 @@ def read_log(path: Union[str, Path]) -> tuple[list[Event], LogHealth]:
         return list(iter_events(path, health)), health
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise TraceLogError(f"cannot read {path}: {exc}", "give the log as torch wrote it (or gzip'd whole)") from None
+    except TraceLogError:
+        raise
+    except Exception as exc:  # a remote file system's own error (aiohttp, botocore): one line, not a traceback
+        if not logfiles.is_url(path):
+            raise
+        raise TraceLogError(f"cannot read {path}: {type(exc).__name__}: {exc}",
+                            "check the URL, the server and your credentials") from None
 
 
 def torch_version_of(events: list[Event]) -> str:
@@ -202,41 +193,6 @@ def backend_of(events: list[Event]) -> str:
         if ev.name == "inductor_output_code" or ev.name.startswith("fx_graph_cache_"):
             return "inductor"
     return ""
-
-
-@dataclass(frozen=True)
-class RankLogs:
-    """A directory's logs: rank -> file, and the files that are not (or not the chosen) rank logs."""
-
-    ranks: dict[int, Path]
-    ignored: tuple[Path, ...]
-
-
-def rank_logs(directory: Union[str, Path]) -> RankLogs:
-    """The rank logs in ``directory``: ``dedicated_log_torch_trace_rank_N_*.log[.gz]``, or a single log
-    without a rank (a job without a process group) as rank 0. A rank with several logs (the job was
-    restarted into the same directory) is read from its newest; the others are ignored."""
-    files = sorted(p for p in Path(directory).iterdir() if p.is_file())
-    by_rank: dict[int, list[Path]] = {}
-    plain, ignored = [], []
-    for p in files:
-        m = RANK_LOG.fullmatch(p.name)
-        if m is not None:
-            by_rank.setdefault(int(m["rank"]), []).append(p)
-        elif p.name.startswith(LOG_PREFIX):
-            plain.append(p)
-        else:
-            ignored.append(p)
-    if not by_rank and len(plain) == 1:
-        by_rank[0] = plain
-    else:
-        ignored.extend(plain)
-    ranks = {}
-    for rank, paths in sorted(by_rank.items()):
-        paths.sort(key=lambda q: os.stat(q).st_mtime)
-        ranks[rank] = paths[-1]
-        ignored.extend(paths[:-1])
-    return RankLogs(ranks, tuple(sorted(ignored)))
 
 
 # ----------------------------------------------------------------------------- logs -> reports
@@ -272,94 +228,159 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
 TARGET_KIND = "torch_trace"
 
 
-#: one rank's log read: (rank, its report or why it cannot be read, its DDP splits)
-_RankEntry = tuple[int, Union[Report, TraceLogError], tuple[DdpSplit, ...]]
+#: one rank's log read, as a pool worker sends it back: (rank, its report without its large parts or why it cannot
+#: be read, its large parts each pickled with a digest of the pickle)
+RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...]]
 
 
-def _rank_entry(args: tuple[int, str]) -> _RankEntry:
-    """One rank's report, or why its log cannot be read (the other ranks are still read)."""
+def read_rank(args: tuple[int, str]) -> RankEntry:
+    """One rank's report, or why its log cannot be read (the other ranks are still read). Its large parts, equal
+    on ranks that compiled alike, come pickled with a digest, so that the reader keeps (and unpickles) each once:
+    in one process too, where this costs about a tenth of the read and keeps memory to the distinct parts."""
     rank, path = args
     try:
         rep, splits = log_report(path, as_rank=True)
     except TraceLogError as exc:
         return rank, exc, ()
-    return rank, rep, splits
+    values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
+    parts = []
+    for value in values:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        parts.append((hashlib.blake2b(data, digest_size=16).digest(), data))
+    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
 
 
 def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
     """The report of a TORCH_TRACE log file, or of a directory of rank logs merged with their divergence.
 
     Args:
-        path: a log (``.gz`` too) or a directory of ``dedicated_log_torch_trace_rank_N_*.log`` files.
+        path: a log (``.gz`` too) or a directory of rank logs (parse/logfiles.py says which files are), a local
+            path or any fsspec URL (``s3://bucket/trace/``, ``https://host/trace/rank_0.log.gz``).
         rank: read only this rank of a directory.
-        jobs: processes that read ranks in parallel (default: one per core).
+        jobs: processes that read ranks in parallel (default: one per idle core).
     """
-    p = Path(path)
-    if not p.is_dir():
-        named = RANK_LOG.fullmatch(p.name)
-        if rank is not None and named is not None and int(named["rank"]) != rank:
-            raise TraceLogError(f"{p} is rank {named['rank']}'s log, not rank {rank}'s",
+    shown = str(path)
+    if not logfiles.is_directory(path):
+        named = logfiles.rank_in_name(shown.rsplit("/", 1)[-1])
+        if rank is not None and named is not None and named != rank:
+            raise TraceLogError(f"{shown} is rank {named}'s log, not rank {rank}'s",
                                 "give the directory of rank logs with --rank, or leave out --rank")
-        return log_report(p, str(path))[0]
-    found = rank_logs(p)
+        return log_report(path, shown)[0]
+    found = logfiles.rank_logs(path)
     if not found.ranks:
-        raise TraceLogError(f"{p} holds no TORCH_TRACE log (no {LOG_PREFIX}*.log file)",
+        raise TraceLogError(f"{shown} holds no TORCH_TRACE log: it has {logfiles.seen_text(found.seen)}, and none "
+                            "starts with a glog line of JSON or is named dedicated_log_torch_trace_*",
                             "give the directory TORCH_TRACE named, or one log file in it")
-    ignored = len(found.ignored)
+    ignored = tuple(IgnoredFile(f.name, why) for f, why in found.ignored)
     if rank is not None:
         if rank not in found.ranks:
-            raise TraceLogError(f"{p} holds no log of rank {rank} (ranks {_ranks(found.ranks)})",
+            raise TraceLogError(f"{shown} holds no log of rank {rank} (ranks {_ranks(found.ranks)})",
                                 "pick one of those ranks with --rank")
-        return log_report(found.ranks[rank], str(path), ignored)[0]
-    entries = [(r, str(f)) for r, f in found.ranks.items()]
+        return _with_ignored(log_report(found.ranks[rank].where, shown, len(ignored))[0], ignored)
+    entries = [(r, f.where) for r, f in found.ranks.items()]
     if len(entries) == 1:
-        return log_report(entries[0][1], str(path), ignored)[0]
-    results = _map(entries, jobs)
-    return _merged(results, str(path), ignored)
+        return _with_ignored(log_report(entries[0][1], shown, len(ignored))[0], ignored)
+    names = {r: f.name for r, f in found.ranks.items()}
+    return merge_ranks(_map(entries, jobs), shown, ignored, names)
 
 
-def _ranks(ranks: dict[int, Path]) -> str:
+def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
+    if not ignored or rep.parse is None:
+        return rep
+    return rep.replace(parse=replace(rep.parse, ignored_files=ignored))
+
+
+def _ranks(ranks: Mapping[int, object]) -> str:
     from tcinspect.parse.ranks import ranks_text
 
     return ranks_text(list(ranks)).split(" ", 1)[1]
 
 
-def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> list[_RankEntry]:
-    """Each rank's report, read in parallel by a pool of processes (in rank order)."""
-    workers = min(len(entries), jobs or os.cpu_count() or 1)
-    if workers <= 1:
-        return [_rank_entry(e) for e in entries]
+def workers(jobs: Optional[int], tasks: int) -> int:
+    """Processes for ``tasks`` logs: ``jobs``, or one per core this process may use that other processes are not
+    already keeping busy (the load average): on a shared machine, more workers than idle cores only slow it down."""
+    if jobs is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        try:
+            busy = os.getloadavg()[0]
+        except (AttributeError, OSError):  # no load average here (Windows)
+            busy = 0.0
+        jobs = min(cores, max(1, round(cores - busy)))
+    return max(1, min(tasks, jobs))
+
+
+def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEntry]:
+    """Each rank's report in rank order, read by a pool of processes; at most a few ranks per worker are
+    in flight, so memory holds a few ranks' reports, not all of them."""
+    n = workers(jobs, len(entries))
+    if n <= 1:
+        yield from (read_rank(e) for e in entries)
+        return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        return [_rank_entry(e) for e in entries]
+        yield from (read_rank(e) for e in entries)
+        return
+    window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:
-        return list(pool.map(_rank_entry, entries, chunksize=1))
+        pending: deque[Future[RankEntry]] = deque()
+        todo = iter(entries)
+        for e in todo:
+            pending.append(pool.submit(read_rank, e))
+            if len(pending) >= window:
+                break
+        while pending:
+            result = pending.popleft().result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append(pool.submit(read_rank, nxt))
+            yield result
 
 
-def _merged(results: list[_RankEntry], shown_as: str, ignored: int) -> Report:
-    """Rank reports merged as a distributed capture's are: the lowest rank read on top, every rank under
-    ranks (one whose log cannot be read has status ``error``)."""
+def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
+                names: Mapping[int, str]) -> Report:
+    """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
+    top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
+    are unpickled and kept once."""
     from tcinspect.parse.ranks import merge
     from tcinspect.report import OK, RankReport
 
-    ranks = [RankReport(rank=r, status="error", error=rep.one_line()) if isinstance(rep, TraceLogError) else
-             RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
-                        stages=rep.stages, compiles=rep.compiles, ddp_splits=splits, compile_time=rep.compile_time)
-             for r, rep, splits in results]
-    read = [(r, rep, splits) for r, rep, splits in results if isinstance(rep, Report)]
-    if not read:
-        raise cast(TraceLogError, results[0][1])
-    base = read[0][1]
+    shared: dict[bytes, Any] = {}
+
+    def part(digest: bytes, data: bytes) -> Any:
+        if digest not in shared:
+            shared[digest] = pickle.loads(data)
+        return shared[digest]
+
+    ranks: list[RankReport] = []
+    base: Optional[Report] = None
+    base_rank = -1
+    errors: list[TraceLogError] = []
     unknown: dict[str, int] = {}
     artifacts: dict[str, int] = {}
     counts = [0, 0, 0]
-    for _, rep, _ in read:
+    read_s = 0.0
+    for r, rep, parts in results:
+        if isinstance(rep, TraceLogError):
+            ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
+            errors.append(rep)
+            continue
+        dynamo, aot, inductor, compiles, compile_time, splits = (part(d, b) for d, b in parts)
+        stages = Stages(dynamo, aot, inductor)
+        ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
+                                stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
+                                log=names.get(r, "")))
+        if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
+            base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
+        read_s += dict(rep.timings).get("read_s", 0.0)
         if rep.parse is None:
             continue
         for e in rep.parse.unknown_events:
@@ -369,12 +390,14 @@ def _merged(results: list[_RankEntry], shown_as: str, ignored: int) -> Report:
         counts[0] += rep.parse.lines_not_understood
         counts[1] += rep.parse.payload_mismatches
         counts[2] += rep.parse.truncated_payloads
+    if base is None:
+        raise errors[0]
     parse = None
     if unknown or artifacts or any(counts) or ignored:
         parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
                             artifacts_not_understood=tuple(EventCount(n, c) for n, c in artifacts.items()),
-                            payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=ignored)
-    read_s = sum(dict(rep.timings).get("read_s", 0.0) for _, rep, _ in read)
+                            payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=len(ignored),
+                            ignored_files=ignored)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
     return merge(base, ranks)

@@ -18,7 +18,7 @@ from tcinspect.analysis import divergence as rank_divergence
 from tcinspect.parse.ranks import outcome, ranks_text
 from tcinspect.render import table as single
 from tcinspect.render.parts import code_panel
-from tcinspect.report import OK, DdpSplit, Report
+from tcinspect.report import OK, DdpSplit, Divergence, Report
 
 _STATUS_STYLE = {OK: "green", "failed": "bold red", "error": "bold red", "crashed": "bold red",
                  "timed_out": "bold red", "stopped": "yellow", "missing": "bold red"}
@@ -26,14 +26,36 @@ _COLUMNS = (("graphs", "graphs"), ("graph_breaks", "breaks"), ("recompiles", "re
             ("kernels", "kernels"), ("ddp_buckets", "DDP buckets"), ("collectives", "collectives"))
 
 
+#: above this many ranks, the table has one row per group of ranks with the same status, counts and note
+RANK_ROWS = 16
+#: divergences shown, and groups of ranks shown for each (the YAML/JSON has them all)
+DIVERGENCE_ROWS = 30
+DIVERGENCE_GROUPS = 8
+#: spans of a rank list shown in a table cell before it is cut (the YAML/JSON lists every rank)
+RANK_SPANS = 6
+
+
+def ranks_short(ranks: Sequence[int], spans: int = RANK_SPANS) -> str:
+    """``ranks 0-4, 6-12, … (896 ranks)``: a rank list cut to a few spans for a table cell."""
+    text = ranks_text(ranks)
+    head, _, rest = text.partition(" ")
+    parts = rest.split(", ")
+    if len(parts) <= spans:
+        return text
+    return f"{head} {', '.join(parts[:spans])}, … ({len(ranks)} ranks)"
+
+
 def ranks_table(rep: Report) -> Table:
-    """One row per rank: how it ended and its counts; a count that differs from most ranks' is marked."""
+    """One row per rank: how it ended and its counts; a count that differs from most ranks' is marked. Past
+    ``RANK_ROWS`` ranks, one row per group of ranks that ended alike with the same counts, largest group first."""
     rows = rank_divergence.rank_values(rep)
     # the DDP column only where DDPOptimizer split a graph
     columns = [(k, label) for k, label in _COLUMNS
                if k not in ("ddp_buckets", "collectives") or any(v[k] for _, v in rows)]
     usual = {key: Counter(v[key] for _, v in rows).most_common(1)[0][0] for key, _ in columns} if rows else {}
     source = "TORCH_TRACE logs" if rep.target.kind == "torch_trace" else "torchrun"
+    if len(rows) > RANK_ROWS:
+        return _grouped_table(rows, columns, usual, source)
     t = Table(title=f"Ranks · {len(rows)} ({source})", title_justify="left", header_style="bold")
     t.add_column("rank", justify="right")
     t.add_column("status")
@@ -49,12 +71,47 @@ def ranks_table(rep: Report) -> Table:
     return t
 
 
+def _grouped_table(rows: Sequence[tuple[Any, dict[str, Any]]], columns: Sequence[tuple[str, str]],
+                   usual: dict[str, Any], source: str) -> Table:
+    """The ranks table of a large job: identical ranks as one row (compile time as its range), outliers apart."""
+    groups: dict[Any, list[tuple[Any, dict[str, Any]]]] = {}
+    for r, values in rows:
+        key = (r.status, outcome(r), *(values[k] for k, _ in columns))
+        groups.setdefault(key, []).append((r, values))
+    ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0][0].rank))
+    t = Table(title=f"Ranks · {len(rows)} ({source}) · {len(ordered)} groups of ranks that ended alike with the same "
+                    "counts, largest first", title_justify="left", header_style="bold")
+    t.add_column("ranks")
+    t.add_column("n", justify="right")
+    t.add_column("status")
+    for _, label in columns:
+        t.add_column(label, justify="right")
+    t.add_column("compile", justify="right", style="dim")
+    t.add_column("note")
+    for members in ordered:
+        r, values = members[0]
+        cells = [Text(str(values[key]), style="" if values[key] == usual[key] else "bold yellow") for key, _ in columns]
+        times = [v["compile_time_s"] for _, v in members]
+        span = f"{min(times):.2f} s" if max(times) - min(times) < 0.005 else f"{min(times):.2f}–{max(times):.2f} s"
+        t.add_row(ranks_short([m.rank for m, _ in members]), str(len(members)),
+                  Text(r.status, style=_STATUS_STYLE.get(r.status, "")), *cells, span,
+                  Text(outcome(r), style="red" if r.status != OK else "dim"))
+    return t
+
+
 def divergence(rep: Report) -> RenderableType:
     """Where ranks differ, first compile first; or a line saying they agree."""
-    divs = rank_divergence.divergences(rep.ranks)
+    return divergence_table(rep, rank_divergence.divergences(rep.ranks))
+
+
+def divergence_table(rep: Report, divs: Sequence[Divergence]) -> RenderableType:
+    """``divs`` as the divergence section shows them: the first ``DIVERGENCE_ROWS``, each cut to
+    ``DIVERGENCE_GROUPS`` groups of ranks."""
     if not divs and any(r.status != OK for r in rep.ranks):
         # ranks that all failed alike agree on nothing worth saying: their error is the answer
-        ended = ", ".join(f"rank {r.rank} {r.status}" for r in rep.ranks if r.status != OK)
+        bad = [r for r in rep.ranks if r.status != OK]
+        ended = ", ".join(f"rank {r.rank} {r.status}" for r in bad[:RANK_SPANS]) + (
+            f", … ({len(bad)} ranks)" if len(bad) > RANK_SPANS else "")
         return Text(f"Divergence: not judged — not every rank finished ({ended}); see the error", style="bold yellow")
     if not divs:
         return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
@@ -73,11 +130,18 @@ def divergence(rep: Report) -> RenderableType:
     t.add_column("what")
     t.add_column("ranks", style="cyan")
     t.add_column("had")
-    for d in divs:
+    for d in divs[:DIVERGENCE_ROWS]:
         style = "bold" if d.compile_id == first and first else ""
-        for i, g in enumerate(d.groups):
+        for i, g in enumerate(d.groups[:DIVERGENCE_GROUPS]):
             t.add_row(Text(d.compile_id or "run", style=style) if i == 0 else "", d.aspect if i == 0 else "",
-                      ranks_text(g.ranks), g.value)
+                      ranks_short(g.ranks), g.value)
+        rest = d.groups[DIVERGENCE_GROUPS:]
+        if rest:
+            t.add_row("", "", f"… {sum(len(g.ranks) for g in rest)} ranks",
+                      Text(f"in {len(rest)} more groups (use --format yaml)", style="dim"))
+    if len(divs) > DIVERGENCE_ROWS:
+        return Group(head, t, Text(f"… {len(divs) - DIVERGENCE_ROWS} more divergences (use --format yaml)",
+                                   style="dim"))
     return Group(head, t)
 
 
@@ -161,7 +225,7 @@ def per_rank(rep: Report, view: Callable[[Report], RenderableType], key: Callabl
     parts: list[RenderableType] = [overview(rep), Text("")]
     for ranks in groups.values():
         same = " (the same on each)" if len(ranks) > 1 else ""
-        parts.append(Text(f"── {ranks_text(ranks)}{same} ──", style="bold cyan"))
+        parts.append(Text(f"── {ranks_short(ranks)}{same} ──", style="bold cyan"))
         parts.append(view(reports[ranks[0]]))
         parts.append(Text(""))
     return Group(*parts)

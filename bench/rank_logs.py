@@ -1,0 +1,87 @@
+"""Write a TORCH_TRACE directory of N ranks from recorded rank logs, as a large job leaves it.
+
+    python bench/rank_logs.py /tmp/ranks1024 --ranks 1024             # from the 2-rank torchrun recording
+    python bench/rank_logs.py /tmp/ranks256 --ranks 256 --source h100 # copies of the H100 transformer block
+
+``ddp`` (the default) starts from the two ranks torch logged for ``sample_models/ddp_rank_branch.py`` under
+torchrun (torch 2.13, CPU; ``tests/data/torch_trace/torch-2.13.0/ddp_rank_branch``), where rank 1 takes a
+branch rank 0 does not: rank ``r`` gets rank 1's log when ``r % 8 == 5`` (one rank in eight diverges), else rank
+0's. Outliers, so that the landing view has something to find: the last rank's log is cut at 60% (a rank
+killed mid-write), one rank loaded its FX graphs from the cache (its cache records say hit), and rank 3's
+log is empty (it compiled nothing). ``h100`` makes every rank a copy of the H100 transformer-block log
+(torch 2.11; ``--outliers`` adds the same outliers). Files are named as torch names them
+(``dedicated_log_torch_trace_rank_N_XXXXXXXX.log``) and are hard links of the decompressed recordings where
+the content is the same, so 1,024 ranks take the disk of a few.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import random
+import string
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "torch_trace"
+DDP = DATA / "torch-2.13.0" / "ddp_rank_branch"
+SOURCES = {
+    "ddp": [DDP / "dedicated_log_torch_trace_rank_0_pznkmk13.log.gz", DDP / "dedicated_log_torch_trace_rank_1_yh9colpj.log.gz"],
+    "h100": [DATA / "torch-2.11.0-h100" / "transformer_block.log.gz"],
+}
+
+
+def _name(rank: int, rng: random.Random) -> str:
+    suffix = "".join(rng.choice(string.ascii_lowercase + string.digits + "_") for _ in range(8))
+    return f"dedicated_log_torch_trace_rank_{rank}_{suffix}.log"  # tempfile.mkstemp's 8 characters
+
+
+def write(directory: Path, ranks: int, source: str = "ddp", outliers: bool = True, seed: int = 0) -> dict[str, int]:
+    """Write the directory; returns how many ranks of each kind it holds."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    recorded = [gzip.decompress(p.read_bytes()) for p in SOURCES[source]]
+    # the recordings once each, beside the directory (inside it they would be read as logs: by content)
+    store = directory.parent / f".{directory.name}-recorded"
+    store.mkdir(exist_ok=True)
+    originals = []
+    for i, data in enumerate(recorded):
+        p = store / f"recorded_{i}.log"
+        p.write_bytes(data)
+        originals.append(p)
+    special: dict[int, bytes] = {}
+    if outliers and ranks >= 8:
+        base = recorded[0]
+        special[ranks - 1] = base[: int(len(base) * 0.6)]  # killed mid-write
+        lines = base.split(b"\n")  # record headers only: payloads keep their md5
+        special[ranks // 2] = b"\n".join(ln if ln.startswith(b"\t") else ln.replace(b'"fx_graph_cache_miss"', b'"fx_graph_cache_hit"')
+                                         for ln in lines)
+        special[3] = b""
+    kinds = {"recorded rank 0": 0, "recorded rank 1": 0, "cut short": 0, "cache hits": 0, "empty": 0}
+    for rank in range(ranks):
+        path = directory / _name(rank, rng)
+        if rank in special:
+            path.write_bytes(special[rank])
+            kinds["cut short" if rank == ranks - 1 else "empty" if rank == 3 else "cache hits"] += 1
+            continue
+        which = 1 if len(originals) > 1 and rank % 8 == 5 else 0
+        os.link(originals[which], path)
+        kinds[f"recorded rank {which}"] += 1
+    return kinds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("directory", type=Path)
+    ap.add_argument("--ranks", type=int, default=1024)
+    ap.add_argument("--source", choices=sorted(SOURCES), default="ddp")
+    ap.add_argument("--no-outliers", action="store_true")
+    a = ap.parse_args()
+    kinds = write(a.directory, a.ranks, a.source, outliers=not a.no_outliers)
+    size = sum(p.stat().st_size for p in a.directory.iterdir())
+    print(f"{a.directory}: {a.ranks} rank logs, {size / 1e6:.0f} MB of log text ({', '.join(f'{k} {v}' for k, v in kinds.items() if v)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""TORCH_TRACE logs as jobs leave them: rank logs named by torch or by log collectors, what was read and
+what was not, the parallel reader, and logs on a server (an S3-compatible one and plain HTTP, both started
+here on 127.0.0.1). No torch: the logs are the ones torch wrote (tests/data/torch_trace/record.py)."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import os
+import shutil
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from tcinspect import serialize
+from tcinspect.parse import logfiles, torchtrace
+
+CPU = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0"
+DDP = CPU / "ddp_rank_branch"
+RANK0, RANK1 = DDP / "dedicated_log_torch_trace_rank_0_pznkmk13.log.gz", DDP / "dedicated_log_torch_trace_rank_1_yh9colpj.log.gz"
+
+
+def _plain(src: Path, dest: Path) -> Path:
+    with gzip.open(src) as fh, open(dest, "wb") as out:
+        shutil.copyfileobj(fh, out)
+    return dest
+
+
+def _doc(rep) -> dict:
+    """The report as saved, without where it was read from and its timings."""
+    doc = serialize.to_dict(rep, timings=False)
+    doc.pop("target")
+    for r in doc.get("ranks", ()):
+        r.pop("log", None)
+    doc.pop("parse", None)
+    return doc
+
+
+@pytest.fixture(scope="module")
+def torch_named():
+    return torchtrace.read(DDP, jobs=1)
+
+
+def test_logs_renamed_by_a_collector_read_as_torch_named_ones(tmp_path, torch_named):
+    """No random suffix, another prefix, .gz or not, a folder per node: the same two ranks."""
+    shutil.copy(RANK0, tmp_path / "dedicated_log_torch_trace_rank_0.log.gz")
+    (tmp_path / "node1").mkdir()
+    _plain(RANK1, tmp_path / "node1" / "trace-rank1.log")
+    (tmp_path / "README.md").write_text("collected from 2 nodes\n")
+    rep = torchtrace.read(tmp_path, jobs=1)
+    assert [(r.rank, r.log) for r in rep.ranks] == [(0, "dedicated_log_torch_trace_rank_0.log.gz"),
+                                                    (1, "node1/trace-rank1.log")]
+    assert _doc(rep) == _doc(torch_named)
+    assert rep.parse is not None and [(f.name, f.reason) for f in rep.parse.ignored_files] == [
+        ("README.md", "not a TORCH_TRACE log (its first line is not a glog record with JSON)")]
+
+
+def test_the_rank_only_in_the_records(tmp_path, torch_named):
+    """Files named without a rank (a process that first logged before init_process_group, or a collector's
+    names): each rank from the ``"rank": N`` torch adds to its records."""
+    shutil.copy(RANK1, tmp_path / "a.log.gz")  # rank 1's records, a name that says nothing
+    _plain(RANK0, tmp_path / "dedicated_log_torch_trace_k2j4.log")
+    found = logfiles.rank_logs(tmp_path)
+    assert {r: f.name for r, f in found.ranks.items()} == {0: "dedicated_log_torch_trace_k2j4.log", 1: "a.log.gz"}
+    assert _doc(torchtrace.read(tmp_path, jobs=1)) == _doc(torch_named)
+
+
+def test_restarts_and_logs_without_a_rank_are_listed_with_why(tmp_path):
+    old, new = tmp_path / "rank_0.log.gz", tmp_path / "rank0-restarted.log.gz"
+    shutil.copy(RANK0, old)
+    shutil.copy(RANK0, new)
+    os.utime(old, (1, 1))
+    shutil.copy(CPU / "tiny.log.gz", tmp_path / "worker.log.gz")  # a log that states no rank, beside rank logs
+    found = logfiles.rank_logs(tmp_path)
+    assert {r: f.name for r, f in found.ranks.items()} == {0: new.name}
+    assert [(f.name, why) for f, why in found.ignored] == [
+        (old.name, f"an older log of rank 0 (the job restarted?): {new.name} is read"),
+        ("worker.log.gz", "a log with no rank in its name or records, beside rank logs")]
+
+
+def test_the_cli_says_what_it_read_and_what_it_did_not(capsys, tmp_path):
+    shutil.copy(RANK0, tmp_path / "rank_0.log.gz")
+    shutil.copy(RANK1, tmp_path / "rank_1.log.gz")
+    (tmp_path / "job.yaml").write_text("nodes: 1\n")
+    code, _out, err = cli(capsys, "trace", str(tmp_path), "--stage", "summary", "--jobs", "1")
+    assert code == 0, err
+    assert f"read TORCH_TRACE directory {tmp_path}, 2 ranks (rank 0: rank_0.log.gz … rank 1: rank_1.log.gz)" in err
+    assert "not read, 1 files: job.yaml (not a TORCH_TRACE log" in err
+
+
+def test_a_directory_with_no_log_names_what_it_saw(capsys, tmp_path):
+    (tmp_path / "stdout.log").write_text("epoch 1 loss 0.3\n")
+    (tmp_path / "metrics.json").write_text("{}\n")
+    code, out, err = cli(capsys, "trace", str(tmp_path))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"{tmp_path} holds no TORCH_TRACE log: it has metrics.json, stdout.log, and none starts with a glog " \
+           "line of JSON" in err
+
+
+def test_parallel_reading_gives_the_same_report_with_bounded_tasks(tmp_path, monkeypatch):
+    for rank in range(6):
+        shutil.copy(RANK0 if rank % 3 else RANK1, tmp_path / f"rank_{rank}.log.gz")
+    one = torchtrace.read(tmp_path, jobs=1)
+    from concurrent.futures import ProcessPoolExecutor
+
+    submitted = []
+    submit = ProcessPoolExecutor.submit
+
+    def counting(self, fn, *args):
+        submitted.append(args[0][0])
+        return submit(self, fn, *args)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", counting)
+    results = []
+    for entry in torchtrace._map([(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(6)], 2):
+        results.append(entry[0])
+        # a worker's window is two tasks: when a rank is handed back, at most 2 × 2 more were submitted
+        assert len(submitted) - len(results) <= 4
+    assert results == list(range(6)) and sorted(submitted) == list(range(6))
+    two = torchtrace.read(tmp_path, jobs=2)
+    assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
+    # ranks that compiled alike share their parts, read once
+    assert two.ranks[1].stages.inductor is two.ranks[2].stages.inductor
+
+
+def test_a_url_without_fsspec_names_the_extra(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "fsspec", None)
+    code, _out, err = cli(capsys, "trace", "s3://bucket/trace/")
+    assert code == 2 and "Traceback" not in err
+    errors = [ln for ln in err.splitlines() if ln.startswith("tcinspect: error:")]
+    assert len(errors) == 1 and "pip install 'tcinspect[remote]'" in errors[0], err
+
+
+# ----------------------------------------------------------------------------- servers on 127.0.0.1
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A directory of rank logs as a collector left them, and what reading it locally gives."""
+    d = tmp_path_factory.mktemp("served") / "trace"
+    (d / "node0").mkdir(parents=True)
+    shutil.copy(RANK0, d / "node0" / "dedicated_log_torch_trace_rank_0.log.gz")
+    _plain(RANK1, d / "rank_1.log")
+    (d / "notes.txt").write_text("not a log\n")
+    return d, torchtrace.read(d, jobs=1)
+
+
+@pytest.fixture
+def http_server(served):
+    pytest.importorskip("aiohttp")  # fsspec's HTTP file system (tcinspect[remote])
+    root = served[0].parent
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # no request log on stderr
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):  # a probe that read a file's start closes early
+            pass
+
+    server = Server(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_logs_over_http(capsys, http_server, served):
+    start = time.monotonic()
+    rep = torchtrace.read(f"{http_server}/trace/", jobs=1)  # the server's directory listing
+    assert [(r.rank, r.log) for r in rep.ranks] == [(0, "node0/dedicated_log_torch_trace_rank_0.log.gz"),
+                                                    (1, "rank_1.log")]
+    assert _doc(rep) == _doc(served[1]) and rep.target.path == f"{http_server}/trace/"
+    assert [f.name for f in rep.parse.ignored_files] == ["notes.txt"]
+    one = torchtrace.read(f"{http_server}/trace/rank_1.log")  # one file, streamed
+    assert one.summary == torchtrace.read(served[0] / "rank_1.log").summary
+    code, out, err = cli(capsys, "breaks", f"{http_server}/trace/", "--jobs", "2", "-f", "json")
+    assert code == 0 and "Traceback" not in err and '"ranks"' in out
+    code, out, err = cli(capsys, "trace", f"{http_server}/trace/missing.log")
+    assert code == 2 and "cannot read" in err and "Traceback" not in err
+    assert time.monotonic() - start < 60
+
+
+@pytest.fixture
+def s3_server(served, monkeypatch):
+    pytest.importorskip("s3fs")
+    server_mod = pytest.importorskip("moto.server")
+    import logging
+
+    import s3fs
+
+    monkeypatch.setattr(logging.getLogger("werkzeug"), "disabled", True)  # the server's request log
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("jobs")
+    fs.put(str(served[0]), "jobs/run1/trace", recursive=True)
+    yield "s3://jobs/run1/trace"
+    s3fs.S3FileSystem.clear_instance_cache()
+    server.stop()
+
+
+def test_logs_on_an_s3_compatible_server(capsys, s3_server, served):
+    start = time.monotonic()
+    rep = torchtrace.read(s3_server, jobs=1)
+    assert [(r.rank, r.log) for r in rep.ranks] == [(0, "node0/dedicated_log_torch_trace_rank_0.log.gz"),
+                                                    (1, "rank_1.log")]
+    assert _doc(rep) == _doc(served[1])
+    assert [f.name for f in rep.parse.ignored_files] == ["notes.txt"]
+    code, out, err = cli(capsys, "trace", s3_server, "--rank", "1", "-f", "json")
+    assert code == 0 and "Traceback" not in err and '"ranks"' not in out
+    code, out, err = cli(capsys, "check", s3_server + "/", "--max-graph-breaks", "10", "--jobs", "2")
+    assert code == 1 and "rank divergence" in out and "Traceback" not in err  # rank 1 took a branch rank 0 did not
+    code, out, err = cli(capsys, "trace", "s3://jobs/run1/nothing-here/")
+    assert code == 2 and "Traceback" not in err
+    assert time.monotonic() - start < 60
+
+
+# ----------------------------------------------------------------------------- many ranks
+
+
+def _text(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=160, force_terminal=False)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch_named):
+    """48 ranks from the recorded two (every eighth takes rank 1's branch), one that compiled nothing and
+    one whose guards differ: a row per group, and the empty rank hides no other divergence."""
+    from dataclasses import replace
+
+    from tcinspect.analysis import divergence
+    from tcinspect.parse.ranks import merge
+    from tcinspect.render import ranks as render
+    from tcinspect.report import RankReport
+
+    zero, one = torch_named.ranks
+    odd = zero.stages.dynamo.graphs[-1]
+    odd = replace(odd, guards=odd.guards[:5])
+    fewer_guards = replace(zero.stages, dynamo=replace(zero.stages.dynamo,
+                                                       graphs=(*zero.stages.dynamo.graphs[:-1], odd)))
+    ranks = [RankReport(rank=r, status="ok") if r == 3 else
+             replace(zero, rank=r, stages=fewer_guards) if r == 40 else
+             replace(one if r % 8 == 5 else zero, rank=r) for r in range(48)]
+    rep = merge(torch_named, ranks)
+    table = _text(render.ranks_table(rep))
+    assert "Ranks · 48 (TORCH_TRACE logs) · 4 groups" in table
+    rows = [ln for ln in table.splitlines() if ln.startswith("│ rank")]
+    assert len(rows) == 4 and "ranks 0-2, 4, 6-12, 14-20, 22-28, 30-36, … (40 ranks)" in rows[0]
+    assert "ranks 5, 13, 21, 29, 37, 45" in rows[1] and "│  6 │" in rows[1]
+    divs = divergence.divergences(rep.ranks)
+    assert {(d.compile_id, d.aspect) for d in divs} >= {("4/0", "compile"), ("4/0", "graph_breaks"), ("4/0", "guards")}
+    guards = next(d for d in divs if d.aspect == "guards")
+    assert (40,) in [g.ranks for g in guards.groups]
+    shown = _text(render.divergence(rep))
+    assert "rank 40" in shown and "rank 3 " in shown
+
+
+def test_a_long_divergence_is_cut_in_the_table_only():
+    from tcinspect.render import ranks as render
+    from tcinspect.report import Divergence, RankGroup, RankReport, Report, Target
+
+    groups = tuple(RankGroup((r,), f"value {r}") for r in range(20))
+    rep = Report(torch_version="", device="cpu", target=Target(kind="torch_trace"),
+                 ranks=tuple(RankReport(rank=r, status="ok") for r in range(20)))
+    text = _text(render.divergence_table(rep, [Divergence("0/0", "graph", groups)] * 40))
+    assert "… 12 ranks" in text and "in 12 more groups (use --format yaml)" in text
+    assert "… 10 more divergences (use --format yaml)" in text
+    assert render.ranks_short(list(range(0, 100, 2))) == "ranks 0, 2, 4, 6, 8, 10, … (50 ranks)"
+
+
+def test_the_pool_is_sized_to_the_idle_cores(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert torchtrace.workers(None, 256) == 16 and torchtrace.workers(None, 3) == 3 and torchtrace.workers(4, 256) == 4
+    monkeypatch.setattr(os, "getloadavg", lambda: (13.6, 0.0, 0.0))  # other jobs keep 13-14 cores busy
+    assert torchtrace.workers(None, 256) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 0.0, 0.0))
+    assert torchtrace.workers(None, 256) == 1
