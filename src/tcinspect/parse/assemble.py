@@ -326,8 +326,12 @@ def build(
     backend: str = "inductor",
     failure: Optional[Failure] = None,
     side_table: SideTable = ({}, {}),
+    backward_ran: bool = True,
 ) -> tuple[Stages, tuple[CompileMetrics, ...]]:
-    """Assemble the three stages and per-compile metrics from a run's events."""
+    """Assemble the three stages and per-compile metrics from a run's events.
+
+    ``backward_ran``: False when the run called no backward (a model captured with --no-backward).
+    """
     all_events = list(events)
     groups = ev_mod.by_compile_id(all_events)
     reasons = _recompile_reasons(all_events)
@@ -390,7 +394,12 @@ def build(
             for part_name, graph in parts.items():
                 if part_name != "joint":  # the joint graph repeats the forward's calls
                     user_kernels.extend(_user_kernel_calls(cid, part_name, graph, side_table))
-        outputs.extend(_inductor_outputs(cid, latest, anchors))
+        compiled = _inductor_outputs(cid, latest, anchors)
+        if not backward_ran and m.aot_autograd_cache == "hit":
+            # an AOTAutograd cache hit loads the entry's backward with its forward and logs its output
+            # code (torch 2.11-2.15), yet no backward ran: a compile without the cache writes none
+            compiled = [o for o in compiled if o.part != "backward"]
+        outputs.extend(compiled)
 
     # a backend tcinspect does not know runs the stages it left records of (a custom backend that
     # hands on to compile_fx shows AOT and Inductor; one that runs the graph itself shows Dynamo only)
