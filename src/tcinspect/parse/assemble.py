@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import provenance
-from tcinspect.parse.breaks import parse_break
+from tcinspect.parse.breaks import is_backend_failure, parse_backend_failure, parse_break
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
@@ -20,6 +20,7 @@ from tcinspect.report import (
     OK,
     AotGraphs,
     AotStage,
+    BackendFailure,
     CompileMetrics,
     CustomOp,
     DynamoGraph,
@@ -337,13 +338,20 @@ def build(
     reasons = _recompile_reasons(all_events)
 
     dynamo_graphs, breaks, recompiles, aot_graphs, outputs, metrics = [], [], [], [], [], []
+    backend_failures: list[BackendFailure] = []
     user_kernels: list[UserKernel] = []
     for cid, group in groups.items():
         for e in group:
             if e.name == "dynamo_graph_break_reason":
-                breaks.append(parse_break(e.payload, cid))
+                if is_backend_failure(e.payload):
+                    backend_failures.append(parse_backend_failure(e.payload, cid))
+                else:
+                    breaks.append(parse_break(e.payload, cid))
         latest = _latest_attempt(group)
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
+        # the backend failed on the graph of this attempt: Dynamo then ran the frame eagerly
+        failed_ev = next((e for e in latest if e.name == "dynamo_graph_break_reason" and is_backend_failure(e.payload)
+                          and graph_ev is not None and latest.index(e) > latest.index(graph_ev)), None)
         guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
         guards = parse_guards(guard_ev.payload) if guard_ev is not None else ()
         # a guard is a leaf of the guard tree Dynamo installed (docs/trace.md "What each count means"), not
@@ -357,6 +365,8 @@ def build(
                 compile_id=cid, function=m.function, file=m.file, line=m.line, graph=anchors,
                 guards=guards,
                 example_inputs=tuple(str(v) for v in (ev_mod.json_payload(inputs_ev) or [])) if inputs_ev else (),
+                backend_error=parse_backend_failure(failed_ev.payload, cid).error or "the backend failed"
+                if failed_ev is not None else "",
             ))
         if cid in reasons or (group[0].frame_compile_id or 0) > 0:
             why = reasons.get(cid, ())
@@ -423,7 +433,7 @@ def build(
     i_status, i_err = status("inductor", bool(outputs))
     stages = Stages(
         dynamo=DynamoStage(status=d_status, error=d_err, graphs=tuple(dynamo_graphs), graph_breaks=tuple(breaks),
-                           recompiles=tuple(recompiles)),
+                           recompiles=tuple(recompiles), backend_failures=tuple(backend_failures)),
         aot_autograd=AotStage(status=a_status, error=a_err, graphs=tuple(aot_graphs),
                               user_kernels=tuple(user_kernels := _checked_names(user_kernels, outputs, metrics)),
                               custom_ops=_custom_ops(dynamo_graphs, aot_graphs, user_kernels)),
