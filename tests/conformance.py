@@ -43,6 +43,8 @@ class Truth:
     kernels: Optional[list[str]] = None
     output_code: list[str] = field(default_factory=list)
     ops_per_graph: list[int] = field(default_factory=list)
+    #: (compile id, the exception's type or "") of each graph handed to the backend, in order
+    handed: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -105,10 +107,19 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
     ops: list[int] = []
     inner = torch._dynamo.lookup_backend(backend)
 
+    seen: list[tuple[str, str]] = []
+
     def counting(gm: Any, example_inputs: Any) -> Any:
+        from torch._guards import CompileContext
+
         handed[0] += 1
         ops.append(op_count(gm))
-        return inner(gm, example_inputs)
+        seen.append((str(CompileContext.current_compile_id()), ""))
+        try:
+            return inner(gm, example_inputs)
+        except Exception as exc:
+            seen[-1] = (seen[-1][0], type(exc).__name__)
+            raise
 
     kernels: Optional[list[str]] = None
     code: list[str] = []
@@ -142,7 +153,7 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
                  for r in explained.break_reasons if r.user_stack}
     finally:
         _reset()
-    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code), ops)
+    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code), ops, seen)
 
 
 def op_count(gm: Any) -> int:

@@ -50,6 +50,20 @@ def longformer():
     return LongformerModel(cfg).eval(), (_ids(128, seq=8),)
 
 
+def longformer_global():
+    """Longformer with a global-attention token and 32 tokens: Inductor (torch 2.13) fails on five of its
+    frames with DataDependentOutputException, and Dynamo runs them eagerly."""
+    from transformers import LongformerConfig, LongformerModel
+
+    torch.manual_seed(0)
+    cfg = LongformerConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                           vocab_size=128, attention_window=[4, 4], max_position_embeddings=80, pad_token_id=1)
+    ids = _ids(128, seq=32)
+    global_attention = torch.zeros_like(ids)
+    global_attention[:, 0] = 1
+    return LongformerModel(cfg).eval(), (ids, None, global_attention)
+
+
 def switch_transformers():
     from transformers import SwitchTransformersConfig, SwitchTransformersModel
 
@@ -141,4 +155,4 @@ def big_bird():
 
 BUILDERS = {"gpt2": gpt2, "bert": bert, "longformer": longformer, "switch_transformers": switch_transformers,
             "llama": llama, "t5": t5, "mistral": mistral, "mixtral": mixtral, "qwen2_moe": qwen2_moe,
-            "whisper": whisper, "vit": vit, "big_bird": big_bird}
+            "whisper": whisper, "vit": vit, "big_bird": big_bird, "longformer_global": longformer_global}
