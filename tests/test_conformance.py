@@ -1,7 +1,8 @@
 """Conformance: real architectures and project layouts, each through tcinspect and through torch's own
 ground truth in the same process (conformance.py): Hugging Face GPT-2, BERT, Longformer (breaks),
 Switch Transformers (breaks and recompiles) and Llama with tiny random configs; an nn.Sequential
-training MLP; a model split over two files; a training script with its model under __main__.
+training MLP; a model split over two files; a ResNet-style network and a compiled AdamW step (in-place
+nodes); a training script with its model under __main__. bench/conformance.py runs the larger corpus.
 
 Dynamo and AOTAutograd run through aot_eager; the kernel checks run Inductor on the MLP and GPT-2.
 """
