@@ -163,8 +163,9 @@ def main() -> None:
             proc = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True,
                                   timeout=args.timeout, env=env)
             found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")]
+            errors = [ln for ln in proc.stderr.splitlines() if ln[:1].isalpha() and ("Error" in ln or "Exception" in ln)]
             row = json.loads(found[-1][4:]) if found else {
-                "case": name, "error_running": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+                "case": name, "error_running": (errors or proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
         except subprocess.TimeoutExpired:
             row = {"case": name, "error_running": f"timed out after {args.timeout:.0f} s"}
         rows.append(row)

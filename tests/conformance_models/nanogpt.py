@@ -68,4 +68,4 @@ class GPT(nn.Module):
 torch.manual_seed(0)
 model = GPT().train()
 _data = torch.randint(0, 128, (2, 17), generator=torch.Generator().manual_seed(0))
-example_inputs = (_data[:, :-1], _data[:, 1:])
+example_inputs = (_data[:, :-1].contiguous(), _data[:, 1:].contiguous())  # as get_batch stacks them

@@ -22,7 +22,7 @@ def main(steps: int = 3) -> None:
 
     data = torch.randint(0, 128, (2, 17), generator=torch.Generator().manual_seed(0))
     for _ in range(steps):
-        _, loss = step_model(data[:, :-1], data[:, 1:])
+        _, loss = step_model(data[:, :-1].contiguous(), data[:, 1:].contiguous())
         loss.backward()
         opt_step()
         opt.zero_grad(set_to_none=True)
