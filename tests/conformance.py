@@ -142,8 +142,9 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
             run_all()
         unique = int(counters["stats"]["unique_graphs"])
         breaks = dict(counters["graph_break"])
-        recompiles = [m.compile_id for m in get_compilation_metrics()
-                      if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0]
+        # compilation_metrics holds a second entry for a compile's backward: each compile id once
+        recompiles = list(dict.fromkeys(m.compile_id for m in get_compilation_metrics()
+                                        if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0))
     finally:
         _reset()
     model, inputs, _ = make()
@@ -176,9 +177,10 @@ def script_truth(path: Path) -> Truth:
         # the script picks its own backends: each graph's op count is the one Dynamo recorded with its
         # compile (compilation_metrics' graph_op_count, torch._dynamo.utils.count_calls of the graph)
         return Truth(unique, unique, dict(counters["graph_break"]), set(),
-                     [m.compile_id for m in metrics
-                      if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0],
-                     ops_per_graph=[m.graph_op_count for m in metrics if m.graph_op_count is not None])
+                     list(dict.fromkeys(m.compile_id for m in metrics
+                                        if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0)),
+                     # a compile that made no graph records 0 (Dynamo hands no empty graph to a backend)
+                     ops_per_graph=[m.graph_op_count for m in metrics if m.graph_op_count])
     finally:
         sys.argv = old_argv
         _reset()
