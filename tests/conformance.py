@@ -8,6 +8,8 @@ same compile, taken in the same process just before:
 - ``graph_break_counter``: ``counters["graph_break"]`` after the run (message -> count);
 - ``explain_break_sites``: the user frame of every break ``torch._dynamo.explain`` reports;
 - ``recompiles``: compile ids of ``get_compilation_metrics()`` that recompiled a frame (``a/b``, b > 0);
+- ``ops_per_graph``: the call_function / call_method / call_module nodes of each graph the counting
+  backend was handed, in order (``len(gm.graph.nodes)`` less placeholders, outputs and get_attr);
 - ``kernels`` / ``output_code``: for Inductor cases, what ``run_and_get_code`` returns.
 
 Session fixtures in conftest.py build one Case per model; tests (and later checks, such as per-kernel
@@ -40,6 +42,9 @@ class Truth:
     recompiles: list[str]
     kernels: Optional[list[str]] = None
     output_code: list[str] = field(default_factory=list)
+    ops_per_graph: list[int] = field(default_factory=list)
+    #: (compile id, the exception's type or "") of each graph handed to the backend, in order
+    handed: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -99,11 +104,22 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
     model, inputs, input_sets = make()
 
     handed = [0]
+    ops: list[int] = []
     inner = torch._dynamo.lookup_backend(backend)
 
+    seen: list[tuple[str, str]] = []
+
     def counting(gm: Any, example_inputs: Any) -> Any:
+        from torch._guards import CompileContext
+
         handed[0] += 1
-        return inner(gm, example_inputs)
+        ops.append(op_count(gm))
+        seen.append((str(CompileContext.current_compile_id()), ""))
+        try:
+            return inner(gm, example_inputs)
+        except Exception as exc:
+            seen[-1] = (seen[-1][0], type(exc).__name__)
+            raise
 
     kernels: Optional[list[str]] = None
     code: list[str] = []
@@ -126,8 +142,9 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
             run_all()
         unique = int(counters["stats"]["unique_graphs"])
         breaks = dict(counters["graph_break"])
-        recompiles = [m.compile_id for m in get_compilation_metrics()
-                      if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0]
+        # compilation_metrics holds a second entry for a compile's backward: each compile id once
+        recompiles = list(dict.fromkeys(m.compile_id for m in get_compilation_metrics()
+                                        if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0))
     finally:
         _reset()
     model, inputs, _ = make()
@@ -137,7 +154,12 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
                  for r in explained.break_reasons if r.user_stack}
     finally:
         _reset()
-    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code))
+    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code), ops, seen)
+
+
+def op_count(gm: Any) -> int:
+    """A graph's operations as torch holds them: its call_function, call_method and call_module nodes."""
+    return sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
 
 def script_truth(path: Path) -> Truth:
@@ -151,12 +173,26 @@ def script_truth(path: Path) -> Truth:
         with on_path(path.parent):
             runpy.run_path(str(path), run_name="__main__")
         unique = int(counters["stats"]["unique_graphs"])
+        metrics = get_compilation_metrics()
+        # the script picks its own backends: each graph's op count is the one Dynamo recorded with its
+        # compile (compilation_metrics' graph_op_count, torch._dynamo.utils.count_calls of the graph)
         return Truth(unique, unique, dict(counters["graph_break"]), set(),
-                     [m.compile_id for m in get_compilation_metrics()
-                      if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0])
+                     list(dict.fromkeys(m.compile_id for m in metrics
+                                        if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0)),
+                     # a compile that made no graph records 0 (Dynamo hands no empty graph to a backend)
+                     ops_per_graph=[m.graph_op_count for m in metrics if m.graph_op_count])
     finally:
         sys.argv = old_argv
         _reset()
+
+
+def not_in_counter(b: Any) -> bool:
+    """A graph-break event counters["graph_break"] leaves out (torch 2.13 symbolic_convert counts only
+    a break it resumes after): a data-dependent branch (jump_graph_break), a break after which Dynamo
+    skips the rest of the frame or the whole frame, and the break Dynamo adds when the backend failed."""
+    text = b.raw or b.reason
+    return b.break_type in ("Data-dependent branching", "Backend compiler exception") or any(
+        s in text for s in ("cannot resume from", "Skipping the function", "results in a skip"))
 
 
 def break_type_counts(counter: dict[str, int]) -> Counter:

@@ -147,6 +147,7 @@ def _build_case(harness, name: str, backend: str):
         path = harness.MODELS / "train_script.py"
         truth = harness.script_truth(path)
         return harness.Case(name, capture_file(path), truth)
-    path = {"mlp_train": harness.MODELS / "mlp_train.py", "two_file": harness.MODELS / "two_file" / "model.py"}[name]
+    path = {"mlp_train": harness.MODELS / "mlp_train.py", "two_file": harness.MODELS / "two_file" / "model.py",
+            "resnet": harness.MODELS / "resnet.py", "adamw_step": harness.MODELS / "adamw_step.py"}[name]
     truth = harness.ground_truth(lambda: harness.load_model_file(path), backend=backend)
     return harness.Case(name, capture_file(path, options=options), truth)

@@ -1,7 +1,8 @@
 """Conformance: real architectures and project layouts, each through tcinspect and through torch's own
 ground truth in the same process (conformance.py): Hugging Face GPT-2, BERT, Longformer (breaks),
 Switch Transformers (breaks and recompiles) and Llama with tiny random configs; an nn.Sequential
-training MLP; a model split over two files; a training script with its model under __main__.
+training MLP; a model split over two files; a ResNet-style network and a compiled AdamW step (in-place
+nodes); a training script with its model under __main__. bench/conformance.py runs the larger corpus.
 
 Dynamo and AOTAutograd run through aot_eager; the kernel checks run Inductor on the MLP and GPT-2.
 """
@@ -14,21 +15,13 @@ from collections import Counter
 import pytest
 
 from conformance import break_type_counts
+from conformance import not_in_counter as _not_in_counter
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 
 HF = ("gpt2", "bert", "longformer", "switch_transformers", "llama")
-FILES = ("mlp_train", "two_file")
-ALL = HF + FILES + ("train_script",)
-
-
-def _not_in_counter(b) -> bool:
-    """A graph-break event counters["graph_break"] leaves out (torch 2.13 symbolic_convert counts only
-    a break it resumes after): a data-dependent branch (jump_graph_break), and a break after which
-    Dynamo skips the rest of the frame or the whole frame."""
-    text = b.raw or b.reason
-    return b.break_type == "Data-dependent branching" or any(
-        s in text for s in ("cannot resume from", "Skipping the function", "results in a skip"))
+FILES = ("mlp_train", "two_file", "resnet")
+ALL = HF + FILES + ("adamw_step", "train_script")
 
 
 def _sites(rep) -> set[tuple[str, int]]:
@@ -80,6 +73,30 @@ def test_backward_runs_on_every_output_that_requires_grad(conformance, name):
     # Hugging Face models return a ModelOutput (a mapping of tensors and None): its logits drive backward
     rep = conformance(name).report
     assert any(g.backward is not None for g in rep.stages.aot_autograd.graphs), name
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_ops_per_graph_are_torchs_node_counts(conformance, name):
+    # each graph's call_function / call_method / call_module nodes: those of the graph the counting backend
+    # was handed, and the count Dynamo itself recorded with the compile (compilation_metrics' graph_op_count)
+    case = conformance(name)
+    ops = [g.graph.op_count for g in case.report.stages.dynamo.graphs]
+    assert ops == case.truth.ops_per_graph
+    recorded = {c.compile_id: c.graph_op_count for c in case.report.compiles}
+    assert ops == [recorded[g.compile_id] for g in case.report.stages.dynamo.graphs]
+
+
+def test_in_place_operators_are_nodes_of_the_graph(conformance):
+    # torchvision's BasicBlock adds its shortcut in place (`out += identity`), AdamW counts its steps in place
+    # (`step_t += 1`, once per parameter): FX prints these nodes as statements, not `name = expr`
+    def targets(name):
+        return [n.target for g in conformance(name).report.stages.dynamo.graphs for n in g.graph.nodes]
+
+    assert targets("resnet").count("operator.iadd") == 2
+    adamw = conformance("adamw_step")
+    params = 6  # two Linear and a LayerNorm: weight and bias each
+    assert targets("adamw_step").count("operator.iadd") == params
+    assert sum(g.graph.op_count for g in adamw.report.stages.dynamo.graphs) == sum(adamw.truth.ops_per_graph)
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -104,6 +104,23 @@ class DynamoGraph:
     guards: tuple[Guard, ...] = ()
     #: What the backend was handed with the graph, e.g. "f32[8, 16]" (recorded for custom backends).
     example_inputs: tuple[str, ...] = ()
+    #: torch's error when the backend failed on this graph and the frame ran eagerly ("" when it compiled).
+    backend_error: str = ""
+
+
+@dataclass(frozen=True)
+class BackendFailure:
+    """A graph the backend failed on, after which Dynamo ran the frame eagerly ("WON'T CONVERT" in torch's
+    log): not a graph break, though torch logs it as one."""
+
+    compile_id: str
+    function: str  # the frame Dynamo did not convert
+    file: str
+    line: int
+    error: str  # the backend's exception, e.g. "DataDependentOutputException: aten._local_scalar_dense.default"
+    #: The user line torch was lowering when it failed ("Original traceback"), when torch says.
+    user_frame: Optional[SourceLocation] = None
+    raw: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +153,8 @@ class DynamoStage:
     graphs: tuple[DynamoGraph, ...] = ()
     graph_breaks: tuple[GraphBreak, ...] = ()
     recompiles: tuple[Recompile, ...] = ()
+    #: Graphs the backend failed on (each frame then ran eagerly), in the order torch logged them.
+    backend_failures: tuple[BackendFailure, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -401,6 +420,8 @@ class Summary:
     compile_time_s: float
     cache_hits: int
     cache_misses: int
+    #: Graphs the backend failed on, which ran eagerly: not counted in ``graphs``.
+    graphs_failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -647,7 +668,7 @@ class Report:
             if part is not None
         )
         return Summary(
-            graphs=len(dyn.graphs),
+            graphs=sum(1 for g in dyn.graphs if not g.backend_error),
             graph_breaks=len(dyn.graph_breaks),
             distinct_graph_breaks=len(keys),
             recompiles=len(dyn.recompiles),
@@ -657,6 +678,7 @@ class Report:
             compile_time_s=round(sum(c.entire_frame_compile_time_s for c in self.compiles) + _backward_s(self), 3),
             cache_hits=sum(1 for o in self.stages.inductor.outputs if o.cache == "hit"),
             cache_misses=sum(1 for o in self.stages.inductor.outputs if o.cache == "miss"),
+            graphs_failed=len(dyn.backend_failures),
         )
 
     @property

@@ -217,6 +217,35 @@ def _one_rank(rep: Report, rank: int, file: str) -> Report:
     return divergence.rank_report(rep, found)
 
 
+#: The capture options a reused report must say it was recorded with when they differ from those asked for.
+_COMPARED = ("backend", "mode", "dynamic", "backward", "fullgraph")
+
+
+def _compared(options: Options) -> tuple[object, ...]:
+    return tuple(getattr(options, f) for f in _COMPARED)
+
+
+def recorded_options_note(recorded: Options, asked: Options) -> str:
+    """``recorded with backend=inductor, backward (asked: eager, no backward)`` when a reused report was
+    recorded with other options than those asked for; "" when they agree."""
+    def words(o: Options, fields: Sequence[str]) -> str:
+        out = []
+        for f in fields:
+            v = getattr(o, f)
+            if f == "backward":
+                out.append("backward" if v else "no backward")
+            elif f == "fullgraph":
+                out.append("fullgraph" if v else "no fullgraph")
+            else:
+                out.append(f"{f}={v or 'default'}")
+        return ", ".join(out)
+
+    differ = [f for f in _COMPARED if getattr(recorded, f) != getattr(asked, f)]
+    if not differ:
+        return ""
+    return f"it answers for the options it was recorded with: {words(recorded, differ)} (asked: {words(asked, differ)})"
+
+
 def _resolve(
     file: Optional[str],
     options: Options,
@@ -253,7 +282,11 @@ def _resolve(
         if entry is None:
             raise ReportFormatError(f"no FILE given and no earlier trace in {cache.cache_dir()}/",
                                     "run `tcinspect trace model.py` first, or give a model file or a saved report")
-        return Obtained(entry.report, entry.describe())
+        differs = recorded_options_note(entry.report.options, options)
+        if differs:
+            target = entry.report.target.path or "the model file"
+            differs += f"; give {target} to recompile with the options asked for"
+        return Obtained(entry.report, entry.describe() + (f" ({differs})" if differs else ""))
     if is_report_path(file):
         return Obtained(cache.read_report(file), f"from saved report {file}")
 
@@ -281,8 +314,15 @@ def _resolve(
     cacheable = not options.compile.runs_user_code
     if not fresh and cacheable:
         entry = cache.lookup(path, keys)
+        if entry is not None and entry.report.summary.graphs_failed and _compared(entry.report.options) != \
+                _compared(options):
+            # its backend failed on graphs (run eagerly, each a "WON'T CONVERT" restart): Dynamo's graphs and
+            # breaks under the backend asked for differ, so that report cannot answer for it
+            entry = None
         if entry is not None:
-            return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}; --fresh to recompile)")
+            differs = recorded_options_note(entry.report.options, options)
+            return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}"
+                                          f"{'; ' + differs if differs else ''}; --fresh to recompile)")
 
     if not fresh:
         _check_inductor_cache_dir()

@@ -44,7 +44,7 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         "error": rep.error,
         "calls": rep.calls,
         "input_errors": _plain(rep.input_errors),
-        "summary": _plain(rep.summary),
+        "summary": _summary(rep.summary),
         "stages": _plain(rep.stages),
         "compiles": _plain(rep.compiles),
     }
@@ -100,11 +100,18 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
     return out
 
 
+def _summary(s: model.Summary) -> dict[str, Any]:
+    out: dict[str, Any] = _plain(s)
+    if not out.get("graphs_failed"):  # written only when some graph failed, so other reports stay as they were
+        out.pop("graphs_failed", None)
+    return out
+
+
 def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
     """One rank, laid out like a report: its summary above its stages."""
     out = _plain(r)
     out = {**{k: out.pop(k) for k in ("rank", "status", "error", "where", "device", "calls", "input_errors")},
-           "summary": _plain(r.summary), **out}
+           "summary": _summary(r.summary), **out}
     if out.get("compile_time") is None or not timings:  # written only when present, like a report's
         out.pop("compile_time", None)
     if not timings:
@@ -187,6 +194,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "CacheLookup.key", "CacheLookup.components", "CacheLookup.cost_s", "CacheLookup.changed",
     "CacheLookup.compared_with", "CacheLookup.remote",
     "ParseHealth.ignored_files", "RankReport.log",
+    "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 
@@ -407,8 +415,10 @@ def _same_summary(where: str, stored: Any, actual: model.Summary) -> None:
         if f.name not in stored:
             if f.name.endswith("_time_s"):
                 continue  # --no-timings
-            raise ReportFormatError(f"missing key '{where}.{f.name}'")
-        value, expected = stored[f.name], getattr(actual, f.name)
+            if f"Summary.{f.name}" not in ADDED_TO_SCHEMA_1:
+                raise ReportFormatError(f"missing key '{where}.{f.name}'")
+        # a count added to schema 1 is written only when set (graphs_failed): absent reads as its default
+        value, expected = stored.get(f.name, f.default), getattr(actual, f.name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _bad(f"{where}.{f.name}", "a number", value)
         if abs(value - expected) > (0.0015 if isinstance(expected, float) else 0):

@@ -56,6 +56,8 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
         "distinct_graph_breaks": s.distinct_graph_breaks,
         "ops_per_graph": list(ops_per_graph(rep)),
     }
+    if s.graphs_failed:
+        summary["graphs_failed"] = s.graphs_failed
     if fullgraph:
         summary["compiles_with_fullgraph"] = fullgraph_ok(rep)
     rows = []
@@ -75,8 +77,14 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             "hints": list(b.hints),
             "fix": b.fix,
         })
-    return {"torch_version": rep.torch_version, "target": rep.target.path or rep.target.model_name,
-            "summary": summary, "breaks": rows}
+    doc = {"torch_version": rep.torch_version, "target": rep.target.path or rep.target.model_name,
+           "summary": summary, "breaks": rows}
+    if rep.stages.dynamo.backend_failures:  # their own rows: a frame run eagerly, not a graph break
+        doc["backend_failures"] = [
+            {"compile_id": f.compile_id, "function": f.function, "file": f.file, "line": f.line, "error": f.error,
+             "user_file": f.user_frame.file if f.user_frame else "", "user_line": f.user_frame.line if f.user_frame else 0}
+            for f in rep.stages.dynamo.backend_failures]
+    return doc
 
 
 @dataclass(frozen=True)

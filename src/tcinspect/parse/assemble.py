@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import provenance
-from tcinspect.parse.breaks import parse_break
+from tcinspect.parse.breaks import is_backend_failure, parse_backend_failure, parse_break
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
@@ -21,6 +21,7 @@ from tcinspect.report import (
     OK,
     AotGraphs,
     AotStage,
+    BackendFailure,
     CompileMetrics,
     CustomOp,
     DynamoGraph,
@@ -341,20 +342,31 @@ def build(
     backend: str = "inductor",
     failure: Optional[Failure] = None,
     side_table: SideTable = ({}, {}),
+    backward_ran: bool = True,
 ) -> tuple[Stages, tuple[CompileMetrics, ...]]:
-    """Assemble the three stages and per-compile metrics from a run's events."""
+    """Assemble the three stages and per-compile metrics from a run's events.
+
+    ``backward_ran``: False when the run called no backward (a model captured with --no-backward).
+    """
     all_events = list(events)
     groups = ev_mod.by_compile_id(all_events)
     reasons = _recompile_reasons(all_events)
 
     dynamo_graphs, breaks, recompiles, aot_graphs, outputs, metrics = [], [], [], [], [], []
+    backend_failures: list[BackendFailure] = []
     user_kernels: list[UserKernel] = []
     for cid, group in groups.items():
         for e in group:
             if e.name == "dynamo_graph_break_reason":
-                breaks.append(parse_break(e.payload, cid))
+                if is_backend_failure(e.payload):
+                    backend_failures.append(parse_backend_failure(e.payload, cid))
+                else:
+                    breaks.append(parse_break(e.payload, cid))
         latest = _latest_attempt(group)
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
+        # the backend failed on the graph of this attempt: Dynamo then ran the frame eagerly
+        failed_ev = next((e for e in latest if e.name == "dynamo_graph_break_reason" and is_backend_failure(e.payload)
+                          and graph_ev is not None and latest.index(e) > latest.index(graph_ev)), None)
         guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
         guards = parse_guards(guard_ev.payload) if guard_ev is not None else ()
         # a guard is a leaf of the guard tree Dynamo installed (docs/trace.md "What each count means"), not
@@ -368,6 +380,8 @@ def build(
                 compile_id=cid, function=m.function, file=m.file, line=m.line, graph=anchors,
                 guards=guards,
                 example_inputs=tuple(str(v) for v in (ev_mod.json_payload(inputs_ev) or [])) if inputs_ev else (),
+                backend_error=parse_backend_failure(failed_ev.payload, cid).error or "the backend failed"
+                if failed_ev is not None else "",
             ))
         if cid in reasons or (group[0].frame_compile_id or 0) > 0:
             why = reasons.get(cid, ())
@@ -405,7 +419,12 @@ def build(
             for part_name, graph in parts.items():
                 if part_name != "joint":  # the joint graph repeats the forward's calls
                     user_kernels.extend(_user_kernel_calls(cid, part_name, graph, side_table))
-        outputs.extend(_inductor_outputs(cid, latest, anchors))
+        compiled = _inductor_outputs(cid, latest, anchors)
+        if not backward_ran and m.aot_autograd_cache == "hit":
+            # an AOTAutograd cache hit loads the entry's backward with its forward and logs its output
+            # code (torch 2.11-2.15), yet no backward ran: a compile without the cache writes none
+            compiled = [o for o in compiled if o.part != "backward"]
+        outputs.extend(compiled)
 
     # a backend tcinspect does not know runs the stages it left records of (a custom backend that
     # hands on to compile_fx shows AOT and Inductor; one that runs the graph itself shows Dynamo only)
@@ -429,7 +448,7 @@ def build(
     i_status, i_err = status("inductor", bool(outputs))
     stages = Stages(
         dynamo=DynamoStage(status=d_status, error=d_err, graphs=tuple(dynamo_graphs), graph_breaks=tuple(breaks),
-                           recompiles=tuple(recompiles)),
+                           recompiles=tuple(recompiles), backend_failures=tuple(backend_failures)),
         aot_autograd=AotStage(status=a_status, error=a_err, graphs=tuple(aot_graphs),
                               user_kernels=tuple(user_kernels := _checked_names(user_kernels, outputs, metrics)),
                               custom_ops=_custom_ops(dynamo_graphs, aot_graphs, user_kernels)),

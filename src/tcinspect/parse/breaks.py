@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 from typing import Optional
 
-from tcinspect.report import GraphBreak, SourceLocation
+from tcinspect.report import BackendFailure, GraphBreak, SourceLocation
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$", re.M)
 _REASON = re.compile(r"Graph Break Reason:\s*(?P<rest>.*)$", re.M)
@@ -142,3 +142,39 @@ def _section(text: str, label: str) -> str:
             break
         out.append(s)
     return " ".join(p for p in out if p)
+
+
+#: How torch logs a graph the backend failed on (torch/_dynamo/exc.py format_error_msg_verbose, written by
+#: unimplemented_with_warning when the backend raised one of exceptions_allowed_to_be_fallback; 2.11-2.15)
+WONT_CONVERT = "WON'T CONVERT "
+_WONT_CONVERT = re.compile(r"^WON'T CONVERT (?P<fn>\S+) (?P<file>.+) line (?P<line>\d+)\s*$")
+_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Exception|Error|Failed|Unsupported)): ?(?P<msg>.*)$")
+
+
+def is_backend_failure(text: str) -> bool:
+    """Whether a ``dynamo_graph_break_reason`` payload is a backend failure, not a graph break."""
+    return text.startswith(WONT_CONVERT)
+
+
+def parse_backend_failure(text: str, compile_id: str) -> BackendFailure:
+    """A graph the backend failed on, from torch's "WON'T CONVERT" text: the frame, the exception and the
+    user line torch was lowering ("Original traceback")."""
+    lines = text.splitlines()
+    head = _WONT_CONVERT.match(lines[0]) if lines else None
+    body = text.split("========== The above exception", 1)[0]
+    error = ""
+    for line in body.splitlines():
+        m = _EXCEPTION.match(line)
+        if m:  # the last one: a chained traceback ends with the exception the backend raised
+            error = f"{m['type'].rsplit('.', 1)[-1]}: {m['msg'].strip()}".rstrip(": ")
+    original = body.split("Original traceback:", 1)[1] if "Original traceback:" in body else ""
+    frames = _traceback_frames(original)
+    return BackendFailure(
+        compile_id=compile_id,
+        function=head["fn"] if head else "",
+        file=head["file"].strip() if head else "",
+        line=int(head["line"]) if head else 0,
+        error=error,
+        user_frame=frames[-1] if frames else None,
+        raw=text.rstrip(),
+    )

@@ -61,7 +61,8 @@ def report_from_events(
                          truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
 
     def build(f: Optional[assemble.Failure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
-        return assemble.build(events, backend=options.backend, failure=f, side_table=side_table)
+        return assemble.build(events, backend=options.backend, failure=f, side_table=side_table,
+                              backward_ran=options.backward or target.kind == "script")
 
     stages, metrics = build(failure)
     found = failure or assemble.failure_from_metrics(metrics, stages)

@@ -26,6 +26,17 @@ _BINARY_NAMES = {
     "|": "or_", "^": "xor", "<<": "lshift", ">>": "rshift",
 }
 _SAVED = "SavedForBackwardsAOTOutput"
+# FX prints an in-place operator node (operator.iadd, operator.setitem, ...) as the statement itself, then
+# binds the node's name to the mutated value: `y_1 += l_x_;  y_2: "f32[8]" = y_1`, `x[0] = 1.0;  setitem = x`
+# (torch/fx/graph.py, ``inplace_methods``; the same in torch 2.11-2.15)
+_INPLACE = re.compile(r'^(?P<stmt>.+?);  (?P<name>[A-Za-z_]\w*)\s*(?::\s*"(?P<type>[^"]*)")?\s*=\s*'
+                      r'(?P<alias>[A-Za-z_]\w*)\s*(?:;  .*)?$')
+_AUGMENTED = re.compile(r"^(?P<a>\S+) (?P<op>\*\*|//|<<|>>|[-+*/@%&|^])= (?P<b>.+)$")
+_SETITEM = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[(?P<idx>.*)\] = (?P<value>.+)$")
+_INPLACE_NAMES = {
+    "+": "iadd", "-": "isub", "*": "imul", "/": "itruediv", "//": "ifloordiv", "**": "ipow", "@": "imatmul",
+    "%": "imod", "&": "iand", "|": "ior", "^": "ixor", "<<": "ilshift", ">>": "irshift",
+}
 
 
 def parse_type(annotation: str) -> tuple[str, tuple[str, ...], tuple[str, ...], str]:
@@ -115,6 +126,25 @@ def _signature_params(lines: list[str], start: int) -> tuple[list[tuple[str, str
     return params, i
 
 
+def _inplace_node(line: str, source: Optional[SourceLocation]) -> Optional[Node]:
+    """The node of an in-place operator line (``x += y;  name = x``, ``x[i] = v;  setitem = x``), else None."""
+    m = _INPLACE.match(line)
+    if not m:
+        return None
+    stmt = m["stmt"].strip()
+    augmented = _AUGMENTED.match(stmt)
+    if augmented and augmented["a"] == m["alias"]:
+        target, args = f"operator.{_INPLACE_NAMES[augmented['op']]}", f"{augmented['a']}, {augmented['b']}"
+    else:
+        setitem = _SETITEM.match(stmt)
+        if not setitem or setitem["base"] != m["alias"]:
+            return None
+        target, args = "operator.setitem", f"{setitem['base']}, {setitem['idx']}, {setitem['value']}"
+    dtype, shape, stride, device = parse_type(m["type"]) if m["type"] else ("", (), (), "")
+    return Node(op="call_function", name=m["name"], target=target, args=args, dtype=dtype, shape=shape,
+                stride=stride, device=device, source=source)
+
+
 def parse_graph(name: str, code: str) -> Graph:
     """Parse one graph's readable code into a ``Graph`` with its node table."""
     lines = code.splitlines()
@@ -179,6 +209,9 @@ def parse_graph(name: str, code: str) -> Graph:
             continue
         m = _NODE.match(stripped)
         if not m:
+            inplace = _inplace_node(stripped, source)
+            if inplace is not None:
+                add(inplace)
             continue
         expr = _CLEANUP.sub("", m["expr"]).strip()
         node_name = m["name"]

@@ -8,14 +8,18 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.views import distinct_breaks, fullgraph_ok, ops_per_graph
+from tcinspect.render.table import backend_failures_table
 from tcinspect.report import Report
 
 
 def summary_line(rep: Report, fullgraph: bool = False) -> Text:
     s = rep.summary
-    ops = ", ".join(str(n) for n in ops_per_graph(rep)) or "-"
+    failed = [bool(g.backend_error) for g in rep.stages.dynamo.graphs]
+    ops = ", ".join(f"{n} (failed)" if f else str(n) for n, f in zip(ops_per_graph(rep), failed)) or "-"
     line = Text()
     line.append(f"{s.graphs} graphs", style="bold")
+    if s.graphs_failed:
+        line.append(f" (+ {s.graphs_failed} the backend failed on, run eagerly)", style="bold red")
     line.append(" · ")
     line.append(f"{s.graph_breaks} graph breaks ({s.distinct_graph_breaks} distinct)",
                 style="bold red" if s.graph_breaks else "bold green")
@@ -38,9 +42,10 @@ def source_context(context: tuple[tuple[int, str], ...], line: int) -> Text:
 def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
     parts: list[RenderableType] = [summary_line(rep, fullgraph)]
     groups = distinct_breaks(rep)
+    failures = [backend_failures_table(rep)] if rep.stages.dynamo.backend_failures else []
     if not groups:
         parts.append(Text("No graph breaks: Dynamo captured each compiled frame as one graph.", style="green"))
-        return Group(*parts)
+        return Group(*parts, *failures)
     table = Table(header_style="bold")
     table.add_column("#", justify="right", style="dim")
     table.add_column("where", style="cyan")
@@ -73,4 +78,4 @@ def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
             body.append_text(source_context(b.context, b.user_frame.line))
         where = f"{b.user_frame.file}:{b.user_frame.line}" if b.user_frame else "?"
         parts.append(Panel(body, title=f"{i}. {b.break_type} — {where}", title_align="left"))
-    return Group(*parts)
+    return Group(*parts, *failures)

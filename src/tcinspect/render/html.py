@@ -171,7 +171,8 @@ class _Page:
         backend = sum(c.backend_compile_time_s for c in rep.compiles)
         inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
         stats = (
-            ("graphs", s.graphs, "FX graphs Dynamo captured"),
+            ("graphs", s.graphs, "FX graphs Dynamo captured"
+             + (f" · {s.graphs_failed} more the backend failed on (ran eagerly)" if s.graphs_failed else "")),
             ("graph_breaks", s.graph_breaks, f"graph breaks · {s.distinct_graph_breaks} distinct"),
             ("recompiles", s.recompiles, "recompiles"),
             ("guards", s.guards, "guards"),
@@ -222,6 +223,9 @@ class _Page:
                 f'<details class="graph" id="dynamo-{_slug(g.compile_id)}"{_open(not many)}><summary>'
                 f'<span class="art">dynamo_output_graph</span> {_e(g.compile_id)} · {_e(g.function)}{_e(loc)} · '
                 f"{g.graph.op_count} ops · {len(g.guards)} guards</summary>")
+            if g.backend_error:
+                parts.append(f'<p class="breaknote">backend {_e(self.rep.options.backend)} failed on this graph, '
+                             f'which ran eagerly: {_e(g.backend_error)}</p>')
             for b in pic.breaks if pic else ():
                 parts.append(f'<p class="breaknote">ends in a graph break: {_e(_where(b))} — {_e(b.break_type)}'
                              f' (<a href="#breaks">details</a>)</p>')
@@ -261,6 +265,14 @@ class _Page:
     def breaks(self) -> str:
         items = views.distinct_breaks(self.rep)
         parts = [f'<section id="breaks"><h2>Graph breaks · {self.rep.summary.graph_breaks}</h2>']
+        failures = self.rep.stages.dynamo.backend_failures
+        if failures:  # not graph breaks: frames Dynamo ran eagerly after the backend failed on their graph
+            rows = "".join(f"<tr><td>{_e(f.compile_id)}<td>{_e(f.function)}<td>"
+                           f"{_e(f'{f.user_frame.short()} in {f.user_frame.function}' if f.user_frame else '?')}"
+                           f"<td>{_e(f.error)}" for f in failures)
+            parts.append(f'<h3>Graphs the backend failed on · {len(failures)} (ran eagerly; not graph breaks)</h3>'
+                         f"<table><thead><tr><th>compile id<th>frame<th>user line<th>torch's error</thead>"
+                         f"<tbody>{rows}</tbody></table>")
         if not items:
             parts.append('<p class="none">None: every frame compiled into one graph.</p>')
         for d in items:

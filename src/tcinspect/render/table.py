@@ -59,6 +59,8 @@ def summary(rep: Report) -> RenderableType:
     table.add_column(justify="right")
     table.add_column(style="dim")
     table.add_row("graphs", str(s.graphs), "FX graphs Dynamo captured (one per compiled frame)")
+    if s.graphs_failed:
+        table.add_row("graphs failed", str(s.graphs_failed), "the backend failed on them: those frames ran eagerly")
     table.add_row("graph breaks", str(s.graph_breaks), f"{s.distinct_graph_breaks} distinct")
     table.add_row("recompiles", str(s.recompiles), "")
     table.add_row("guards", str(s.guards), "")
@@ -106,11 +108,17 @@ def dynamo(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) ->
     for g in st.graphs:
         loc = f"{g.file.rsplit('/', 1)[-1]}:{g.line}" if g.file else ""
         title = f"dynamo_output_graph {g.compile_id} · {g.function} ({loc}) · {g.graph.op_count} ops"
+        if g.backend_error:
+            title += " · backend failed, ran eagerly"
         parts.append(node_table(g.graph, title, limit))
+        if g.backend_error:
+            parts.append(Text(f"  backend {rep.options.backend} failed on this graph: {g.backend_error}", style="red"))
         if g.example_inputs:
             parts.append(Text(f"  handed to backend {rep.options.backend}: {', '.join(g.example_inputs)}", style="dim"))
         if code:
             parts.append(code_panel(g.graph.code, f"code · {g.compile_id}"))
+    if st.backend_failures:
+        parts.append(backend_failures_table(rep))
     if st.recompiles:
         t = Table(title="Recompiles", title_justify="left", header_style="bold")
         t.add_column("compile id")
@@ -164,6 +172,21 @@ def _guards_without_graph(rep: Report) -> list[RenderableType]:
         return []
     listed = ", ".join(f"{cid}: {n}" for cid, n in without.items())
     return [Text(f"  + {sum(without.values())} guards of compiles that made no graph ({listed})", style="dim")]
+
+
+def backend_failures_table(rep: Report) -> Table:
+    """Graphs the backend failed on (torch's "WON'T CONVERT"): each frame ran eagerly. Not graph breaks."""
+    t = Table(title="Graphs the backend failed on (those frames ran eagerly; not graph breaks)", title_justify="left",
+              header_style="bold")
+    t.add_column("compile id")
+    t.add_column("frame")
+    t.add_column("user line", style="cyan")
+    t.add_column("torch's error", style="red")
+    for f in rep.stages.dynamo.backend_failures:
+        where = f.user_frame.short() if f.user_frame else "?"
+        frame = f"{f.function} ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file else f.function
+        t.add_row(f.compile_id, frame, where, _clip(f.error, 100))
+    return t
 
 
 def breaks_table(items: Iterable[GraphBreak], title: str = "Graph breaks") -> Table:
