@@ -556,3 +556,49 @@ def inductor_cache_dir() -> str:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     return str(cache_dir())
+
+
+@contextlib.contextmanager
+def counting_compiled_calls(on_call: Callable[[], None]) -> Iterator[None]:
+    """Call ``on_call`` each time a script calls into what it compiled (outermost calls only).
+
+    Wraps the function ``torch._dynamo.eval_frame.OptimizeContext.__call__`` returns (what
+    ``torch.compile`` builds, directly for a function, through ``OptimizedModule._initialize`` for a
+    module, 2.11-2.15); a module's ``OptimizedModule`` itself is left as it is. Calls made inside a
+    compiled call (a compiled function calling another) are not counted again. Restored on exit.
+    """
+    import functools
+    import threading
+
+    from torch._dynamo import eval_frame
+
+    context = getattr(eval_frame, "OptimizeContext", None)
+    if context is None or "__call__" not in vars(context):
+        yield  # no such hook in this torch: the calls are not counted
+        return
+    original = vars(context)["__call__"]
+    depth = threading.local()
+
+    def patched(self: Any, fn: Any) -> Any:
+        result = original(self, fn)
+        if isinstance(result, torch.nn.Module) or not callable(result):
+            return result
+
+        @functools.wraps(result)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            level = getattr(depth, "n", 0)
+            if level == 0:
+                on_call()
+            depth.n = level + 1
+            try:
+                return result(*args, **kwargs)
+            finally:
+                depth.n = level
+
+        return counted
+
+    context.__call__ = patched
+    try:
+        yield
+    finally:
+        context.__call__ = original

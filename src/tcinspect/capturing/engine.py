@@ -248,6 +248,11 @@ class _Run:
             self.failure = _failure(exc, self.custom_backend or "")
             return False
 
+    def script_call(self) -> None:
+        """A script called into what it compiled: the events that follow belong to this call."""
+        self.recorder.call = self.calls
+        self.calls += 1
+
     def _model_error(self, exc: BaseException, where: Optional[Path], index: int) -> bool:
         """The model's own error: fatal for example_inputs, recorded against an input set otherwise."""
         err = modelfile.model_raised(exc, where)
@@ -361,7 +366,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
                          "calls keep their options", "define `model` and `example_inputs` to use --backend "
                          "module:callable, --pass, verify or export")
     run = _Run(opts, fresh, quiet)
-    with _isolated(src.path, [str(src.path), *args]), run.recording():
+    with _isolated(src.path, [str(src.path), *args]), run.recording(), _compat.counting_compiled_calls(run.script_call):
         try:
             modelfile.execute(src, "__main__")
         except SystemExit as exc:

@@ -107,9 +107,32 @@ _FIXES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# torch's own explanation when its skip list names the function (torch/_dynamo/variables/functions.py,
+# SkipFunctionVariable): "Dynamo developers have intentionally marked that the function `F` in file `P`
+# should not be traced."
+_DELIBERATE_SKIP = re.compile(r"intentionally marked that the function `(?P<fn>[^`]+)` in file `(?P<file>[^`]+)`")
+
+
+def _deliberate_skip_fix(fn: str, file: str) -> str:
+    """PyTorch skips this function on purpose; wrapping it for the graph (allow_in_graph) would be wrong."""
+    where = file.replace("\\", "/")
+    if "/torch/optim/lr_scheduler.py" in where or (fn.endswith(".step") and "/torch/optim/" in where):
+        return (f"PyTorch does not trace `{fn}` here on purpose: an LR scheduler wraps the optimizer's step in a "
+                "function Dynamo skips (torch/optim/lr_scheduler.py), so the call runs between graphs and the "
+                "optimizer's own step is compiled as a frame of its own (see its compile id). Nothing to fix: "
+                "`torch._dynamo.allow_in_graph` does not apply to an optimizer step (it mutates Python state).")
+    return (f"PyTorch does not trace `{fn}` on purpose (it is on Dynamo's skip list): it runs eagerly between "
+            "graphs, and the functions it calls are compiled as frames of their own. Move the call out of the "
+            "compiled region if the break costs you; `@torch._dynamo.dont_skip_tracing` forces tracing into it "
+            "(PyTorch's hint; more breaks may follow).")
+
+
 def suggest_fix(brk: GraphBreak) -> str:
     """A suggested fix for the break's cause; PyTorch's own first hint when the cause is unknown."""
     text = " ".join((brk.break_type, brk.explanation, brk.reason))
+    deliberate = _DELIBERATE_SKIP.search(brk.explanation)
+    if deliberate:
+        return _deliberate_skip_fix(deliberate["fn"], deliberate["file"])
     for pattern, fix in _FIXES:
         if pattern.search(text):
             return fix
