@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.views import frames, guard_checks
+from tcinspect.analysis.views import frames, guard_checks, guard_kinds
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph
 from tcinspect.report import Report
@@ -42,8 +41,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
     parts: list[RenderableType] = [head]
     for g in rep.stages.dynamo.graphs:
         checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
-        counts = Counter(kind for kind, _, _ in checks)
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        kinds = ", ".join(f"{k} {v}" for k, v in guard_kinds(g.guards))
         t = Table(title=f"{g.compile_id} · {g.function} · {len(g.guards)} guards ({kinds})", title_justify="left",
                   header_style="bold")
         t.add_column("kind")

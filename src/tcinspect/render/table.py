@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
@@ -11,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.views import parse_warning
+from tcinspect.analysis.views import guard_kinds, parse_warning
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
 
@@ -125,8 +124,7 @@ def guard_expression(guard_type: str, expression: str) -> str:
 def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = None) -> RenderableType:
     parts: list[RenderableType] = [Text("Guards", style="bold magenta")]
     for g in rep.stages.dynamo.graphs:
-        counts = Counter(x.kind for x in g.guards)
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        kinds = ", ".join(f"{k} {v}" for k, v in guard_kinds(g.guards))
         t = Table(title=f"guards {g.compile_id} · {g.function} · {len(g.guards)} ({kinds})", title_justify="left",
                   header_style="bold")
         t.add_column("kind")
