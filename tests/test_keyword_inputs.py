@@ -80,7 +80,7 @@ def test_export_takes_keyword_inputs_strict_and_non_strict(capsys):
     ("kwargs_bad_set.py", "is not an (args, kwargs) pair"),
 ])
 def test_bad_keyword_inputs_are_one_line_and_exit_2(capsys, name, words):
-    code, out, err = cli(capsys, "trace", str(MODELS / name), "--backend", "eager")
+    code, _, err = cli(capsys, "trace", str(MODELS / name), "--backend", "eager")
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
