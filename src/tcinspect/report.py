@@ -90,6 +90,10 @@ class GraphBreak:
     #: The user's source around the break: (line number, text) pairs, when the file was readable.
     context: tuple[tuple[int, str], ...] = ()
     raw: str = ""  # PyTorch's full text, kept for versions whose wording we do not parse
+    #: When the break is in another file than the frame being compiled (a library, a hook, a helper): the
+    #: line of the model that led there, from the break's stack (the innermost frame of the user's own
+    #: code, else of the compiled frame's file); None when the break is in the compiled frame's own file.
+    model_frame: Optional[SourceLocation] = None
 
 
 @dataclass(frozen=True)

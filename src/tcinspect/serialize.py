@@ -162,6 +162,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     # the parse section's later counts are written only when set (to_dict)
     "ParseHealth.artifacts_not_understood", "ParseHealth.payload_mismatches", "ParseHealth.truncated_payloads",
     "ParseHealth.files_ignored",
+    "GraphBreak.model_frame",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

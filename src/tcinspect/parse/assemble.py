@@ -335,9 +335,10 @@ def build(
     dynamo_graphs, breaks, recompiles, aot_graphs, outputs, metrics = [], [], [], [], [], []
     user_kernels: list[UserKernel] = []
     for cid, group in groups.items():
+        frame = _metrics(cid, group)
         for e in group:
             if e.name == "dynamo_graph_break_reason":
-                breaks.append(parse_break(e.payload, cid))
+                breaks.append(parse_break(e.payload, cid, (frame.file, frame.function)))
         latest = _latest_attempt(group)
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
         guard_ev = next((e for e in reversed(latest) if e.name == "dynamo_cpp_guards_str"), None)
