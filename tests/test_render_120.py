@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
+from tcinspect.analysis.views import breaks_document
 from tcinspect.parse.breaks import parse_break
 from tcinspect.render import breaks as breaks_view
-from tcinspect.render import codegen, table
+from tcinspect.render import codegen, html, table
 from tcinspect.report import DynamoStage, Report, Stages, Target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,6 +64,17 @@ def test_a_break_in_a_library_keeps_its_line_and_names_the_users_line():
     assert "1. transformers/models/big_bird/modeling_big_bird.py:1023 — Data-dependent" in title
     assert "Reached from your code: /home/u/proj/model.py:45 in forward  h = self.block(h)" in out
     assert "0 graphs · 1 graph break (" in out
+    doc = breaks_document(rep)["breaks"][0]
+    assert (doc["line"], doc["model_frame"]["line"]) == (1023, 45)
+    assert "reached from<dd>/home/u/proj/model.py:45 in forward" in html.render(rep)
+    # six such rows, each in eight compiles, with long break types and function names (BigBird's shape):
+    # every one keeps its file:line whole at 120 columns
+    many = [replace(brk, compile_id=f"{j}/0",
+                    user_frame=replace(brk.user_frame, line=1000 + i, function="bigbird_block_sparse_attention"),
+                    break_type=f"Data-dependent branching in a long explanation of the kind torch writes {i}")
+            for i in range(6) for j in range(8)]
+    out = text(breaks_view.breaks(replace(rep, stages=Stages(dynamo=DynamoStage(graph_breaks=tuple(many))))))
+    assert all(f"modeling_big_bird.py:{1000 + i}" in out for i in range(6))
 
 
 def test_a_real_break_in_a_helper_file_names_the_models_line(tmp_path):

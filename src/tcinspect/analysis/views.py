@@ -75,6 +75,10 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             "explanation": b.explanation,
             "hints": list(b.hints),
             "fix": b.fix,
+            # a break in another file: the line of the model that led there (None otherwise)
+            "model_frame": {"file": b.model_frame.file, "line": b.model_frame.line,
+                            "function": b.model_frame.function, "code": b.model_frame.code}
+            if b.model_frame else None,
         })
     return {"torch_version": rep.torch_version, "target": rep.target.path or rep.target.model_name,
             "summary": summary, "breaks": rows}
