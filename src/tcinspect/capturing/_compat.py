@@ -573,10 +573,13 @@ def counting_compiled_calls(on_call: Callable[[], None]) -> Iterator[None]:
     from torch._dynamo import eval_frame
 
     context = getattr(eval_frame, "OptimizeContext", None)
-    if context is None or "__call__" not in vars(context):
-        yield  # no such hook in this torch: the calls are not counted
+    if context is None:
+        yield  # no such class in this torch: the calls are not counted
         return
-    original = vars(context)["__call__"]
+    # 2.13 defines OptimizeContext.__call__ (it marks the result _is_torch_compile); where it inherits
+    # _TorchDynamoContext.__call__ instead, the patch is set on OptimizeContext and deleted after
+    own = "__call__" in vars(context)
+    original = context.__call__
     depth = threading.local()
 
     def patched(self: Any, fn: Any) -> Any:
@@ -601,4 +604,7 @@ def counting_compiled_calls(on_call: Callable[[], None]) -> Iterator[None]:
     try:
         yield
     finally:
-        context.__call__ = original
+        if own:
+            context.__call__ = original
+        else:
+            del context.__call__
