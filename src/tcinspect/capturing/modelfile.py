@@ -55,8 +55,10 @@ class Call:
 
 
 def as_call(value: Any) -> Call:
-    """A tuple of positional arguments, or a Call already, as a Call."""
-    return value if isinstance(value, Call) else Call(tuple(value))
+    """A tuple of positional arguments (a dict: keyword arguments), or a Call already, as a Call."""
+    if isinstance(value, Call):
+        return value
+    return Call((), dict(value)) if isinstance(value, dict) else Call(tuple(value))
 
 
 @dataclass
