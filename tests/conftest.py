@@ -151,3 +151,13 @@ def _build_case(harness, name: str, backend: str):
             "resnet": harness.MODELS / "resnet.py", "adamw_step": harness.MODELS / "adamw_step.py"}[name]
     truth = harness.ground_truth(lambda: harness.load_model_file(path), backend=backend)
     return harness.Case(name, capture_file(path, options=options), truth)
+
+
+@pytest.fixture(scope="session")
+def bert_kwargs_report():
+    """tests/models/bert_kwargs.py (Hugging Face BERT called with keywords; its first call sets
+    config.problem_type, so the input set recompiles) through the eager backend."""
+    from tcinspect.capturing.engine import capture_file
+    from tcinspect.report import Options
+
+    return capture_file(MODELS / "bert_kwargs.py", options=Options(backend="eager"))

@@ -116,7 +116,7 @@ def test_an_input_set_that_raises_is_reported_against_it(tmp_path):
 def test_cli_guards_table_and_json(capsys):
     code = main(["guards", str(SAMPLES / "recompile_scalar.py")])
     out, _ = capsys.readouterr()
-    assert code == 0 and "3 calls · 2 compiles · 1 recompiles" in out
+    assert code == 0 and "3 calls · 2 compiles · 1 recompile" in out
     assert "input_sets[1]" in out and "multiplier" in out and "L['x'].dtype == torch.float32" in out
     code = main(["guards", str(SAMPLES / "recompile_scalar.py"), "--format", "json"])
     doc = json.loads(capsys.readouterr()[0])

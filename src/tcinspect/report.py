@@ -90,6 +90,10 @@ class GraphBreak:
     #: The user's source around the break: (line number, text) pairs, when the file was readable.
     context: tuple[tuple[int, str], ...] = ()
     raw: str = ""  # PyTorch's full text, kept for versions whose wording we do not parse
+    #: When the break is in another file than the frame being compiled (a library, a hook, a helper): the
+    #: line of the model that led there, from the break's stack (the innermost frame of the user's own
+    #: code, else of the compiled frame's file); None when the break is in the compiled frame's own file.
+    model_frame: Optional[SourceLocation] = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,8 @@ class Recompile:
     function: str
     #: The failed guard of each earlier cache entry, as PyTorch reports them (newest first).
     reasons: tuple[str, ...]
-    #: Which call triggered it: 0 for example_inputs, k for input_sets[k - 1]; -1 unknown.
+    #: Which call triggered it: 0 for example_inputs, k for input_sets[k - 1] (for a script: its call
+    #: k + 1 into compiled code); -1 unknown.
     input_set: int = -1
     #: Dynamo hit its recompile limit here and ran the frame eagerly instead.
     limit_hit: bool = False
@@ -622,7 +627,8 @@ class Report:
     compiles: tuple[CompileMetrics, ...] = ()
     #: "" when the run completed; else what stopped it (the stage statuses say where).
     error: str = ""
-    #: How many calls were made: example_inputs plus each input set that was run.
+    #: How many calls were made: example_inputs plus each input set that was run; for a script, its calls
+    #: into what it compiled (a compiled function calling another counts once).
     calls: int = 0
     input_errors: tuple[InputSetError, ...] = ()
     passes: tuple[PassRun, ...] = ()

@@ -195,6 +195,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "CacheLookup.compared_with", "CacheLookup.remote",
     "ParseHealth.ignored_files", "RankReport.log",
     "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
+    "GraphBreak.model_frame",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 

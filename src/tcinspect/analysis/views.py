@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +77,10 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             "explanation": b.explanation,
             "hints": list(b.hints),
             "fix": b.fix,
+            # a break in another file: the line of the model that led there (None otherwise)
+            "model_frame": {"file": b.model_frame.file, "line": b.model_frame.line,
+                            "function": b.model_frame.function, "code": b.model_frame.code}
+            if b.model_frame else None,
         })
     doc = {"torch_version": rep.torch_version, "target": rep.target.path or rep.target.model_name,
            "summary": summary, "breaks": rows}
@@ -163,6 +168,18 @@ _TENSOR_FIELDS = (
 )
 
 
+def guard_kinds(guards: Sequence[Guard]) -> list[tuple[str, int]]:
+    """Guards by kind (each guard counted once, under ``Guard.kind``), most first: they sum to ``len(guards)``.
+
+    The one count by kind every view shows; ``guard_checks`` splits a TENSOR_MATCH into checks for the
+    table rows, which are not guards and are not counted here.
+    """
+    counts: dict[str, int] = {}
+    for g in guards:
+        counts[g.kind] = counts.get(g.kind, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def guard_checks(g: Guard) -> list[tuple[str, str]]:
     """A guard as (kind, check) pairs; a TENSOR_MATCH becomes its dtype, device, shape and requires_grad."""
     if g.guard_type != "TENSOR_MATCH":
@@ -228,6 +245,7 @@ def guards_document(rep: Report) -> dict[str, Any]:
         for kind, _, _ in checks:
             counts[kind] = counts.get(kind, 0) + 1
         graphs.append({"compile_id": g.compile_id, "function": g.function, "guards": len(g.guards),
+                       "guards_by_kind": dict(guard_kinds(g.guards)),
                        "checks_by_kind": dict(sorted(counts.items())),
                        "checks": [{"kind": k, "check": t, "guard_type": x.guard_type, "source": x.source,
                                    "user_code": x.user_code} for k, t, x in checks]})

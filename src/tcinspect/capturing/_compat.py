@@ -828,3 +828,55 @@ def inductor_memory_estimates(artifact: str) -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate
+
+
+@contextlib.contextmanager
+def counting_compiled_calls(on_call: Callable[[], None]) -> Iterator[None]:
+    """Call ``on_call`` each time a script calls into what it compiled (outermost calls only).
+
+    Wraps the function ``torch._dynamo.eval_frame.OptimizeContext.__call__`` returns (what
+    ``torch.compile`` builds, directly for a function, through ``OptimizedModule._initialize`` for a
+    module, 2.11-2.15); a module's ``OptimizedModule`` itself is left as it is. Calls made inside a
+    compiled call (a compiled function calling another) are not counted again. Restored on exit.
+    """
+    import functools
+    import threading
+
+    from torch._dynamo import eval_frame
+
+    context = getattr(eval_frame, "OptimizeContext", None)
+    if context is None:
+        yield  # no such class in this torch: the calls are not counted
+        return
+    # 2.13 defines OptimizeContext.__call__ (it marks the result _is_torch_compile); where it inherits
+    # _TorchDynamoContext.__call__ instead, the patch is set on OptimizeContext and deleted after
+    own = "__call__" in vars(context)
+    original = context.__call__
+    depth = threading.local()
+
+    def patched(self: Any, fn: Any) -> Any:
+        result = original(self, fn)
+        if isinstance(result, torch.nn.Module) or not callable(result):
+            return result
+
+        @functools.wraps(result)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            level = getattr(depth, "n", 0)
+            if level == 0:
+                on_call()
+            depth.n = level + 1
+            try:
+                return result(*args, **kwargs)
+            finally:
+                depth.n = level
+
+        return counted
+
+    context.__call__ = patched
+    try:
+        yield
+    finally:
+        if own:
+            context.__call__ = original
+        else:
+            del context.__call__

@@ -168,10 +168,10 @@ def _check_device(device: str) -> None:
         raise UsageError(f"unknown device '{device}'", "use --device cpu or --device cuda")
 
 
-def _device_of(model: Any, inputs: Sequence[Any]) -> str:
+def _device_of(model: Any, inputs: modelfile.Call) -> str:
     import torch
 
-    for value in inputs:
+    for value in inputs.values():
         if isinstance(value, torch.Tensor):
             return value.device.type
     params = getattr(model, "parameters", None)
@@ -282,7 +282,7 @@ class _Run:
             kw["dynamic"] = {"true": True, "false": False}[self.options.dynamic]
         return kw
 
-    def step(self, fn: Callable[..., Any], inputs: tuple) -> Any:
+    def step(self, fn: Callable[..., Any], inputs: modelfile.Call) -> Any:
         """Call ``fn`` (compiled or eager) and, when asked and possible, run backward; its outputs."""
         if self.cudagraph_steps:
             # a training loop under CUDA graphs starts each step and clears the gradients (zero_grad): a
@@ -291,14 +291,14 @@ class _Run:
             params = getattr(fn, "parameters", None)
             for p in (params() if callable(params) else ()):
                 p.grad = None
-        out = fn(*inputs)
+        out = inputs(fn)
         if self.options.backward:
             loss = outputs.scalar_loss(out)
             if loss is not None:
                 loss.backward()
         return out
 
-    def call(self, model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
+    def call(self, model: Callable[..., Any], compiled: Callable[..., Any], inputs: modelfile.Call,
              where: Path | None, index: int = 0) -> bool:
         """Run call ``index`` (0: example_inputs, k: input_sets[k - 1]) and its backward.
 
@@ -307,7 +307,7 @@ class _Run:
         """
         self.recorder.call = index
         self.calls += 1
-        self.recorder.add_call_shapes(index, shapespec.call_shapes(model, inputs))
+        self.recorder.add_call_shapes(index, shapespec.call_shapes(model, inputs.args))
         try:
             out = modelfile.no_exit(self.step, compiled, inputs)
             if index == 0 and self.verification is None and self.reference is not None:
@@ -333,7 +333,7 @@ class _Run:
             self.failure = _failure(exc, self.custom_backend or "")
             return False
 
-    def per_call(self, compiled: Callable[..., Any], sets: Sequence[tuple]) -> None:
+    def per_call(self, compiled: Callable[..., Any], sets: Sequence[modelfile.Call]) -> None:
         """Time calls of the compiled model over the input sets that ran (capturing/percall.py)."""
         from tcinspect.capturing import percall
 
@@ -346,6 +346,11 @@ class _Run:
             compiled, calls, self.options.per_call,
             lambda: [e.compile_id for e in self.recorder.events if e.name == "compilation_metrics"], failed)
         percall.log(record)
+
+    def script_call(self) -> None:
+        """A script called into what it compiled: the events that follow belong to this call."""
+        self.recorder.call = self.calls
+        self.calls += 1
 
     def _model_error(self, exc: BaseException, where: Optional[Path], index: int) -> bool:
         """The model's own error: fatal for example_inputs, recorded against an input set otherwise."""
@@ -365,23 +370,29 @@ class _Run:
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4))))
 
 
-def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[tuple] = (),
-            options: Optional[Options] = None, fresh: bool = False, quiet: bool = False) -> Report:
+def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[Any] = (),
+            options: Optional[Options] = None, fresh: bool = False, quiet: bool = False,
+            example_kwargs: Optional[dict[str, Any]] = None) -> Report:
     """Compile ``model`` once on ``inputs`` (then each of ``input_sets``) and return the report.
 
     Args:
         model: an ``nn.Module`` or any callable.
         *inputs: its positional arguments.
-        input_sets: further argument tuples, called in order after ``inputs`` (recompiles recorded).
+        input_sets: further argument tuples (with ``example_kwargs``: ``(args, kwargs)`` pairs), called in
+            order after ``inputs`` (recompiles recorded).
         options: torch.compile options (backend, mode, fullgraph, dynamic) and whether to run backward.
         fresh: compile cold, in a private Inductor cache directory.
         quiet: silence torch's own log output while compiling.
+        example_kwargs: the first call's keyword arguments.
     """
     opts = options or Options()
     target = Target(kind="callable", model_name=getattr(model, "__name__", type(model).__name__),
                     input_sets=len(input_sets))
-    return _capture_loaded(modelfile.LoadedModel(model, tuple(inputs), list(input_sets)), target, opts, fresh, None,
-                           quiet)
+    loaded = modelfile.LoadedModel(model, tuple(inputs), list(input_sets), example_kwargs=dict(example_kwargs or {}))
+    if example_kwargs is not None:
+        loaded.input_sets = [modelfile.Call((), dict(s)) if isinstance(s, dict) else modelfile.Call(s[0], dict(s[1]))
+                             for s in input_sets]
+    return _capture_loaded(loaded, target, opts, fresh, None, quiet)
 
 
 def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options, fresh: bool,
@@ -389,7 +400,8 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     if not opts.device and loaded.device:
         opts = replace(opts, device=loaded.device)
     _check_device(opts.device)
-    model, inputs, sets = loaded.model, loaded.example_inputs, loaded.input_sets
+    model = loaded.model
+    inputs, *sets = loaded.calls()
     if opts.device:
         if hasattr(model, "to") and callable(model.to):
             model = model.to(opts.device)
@@ -463,7 +475,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
         raise UsageError(f"{src.path} is run as a script ({why}): --per-call times calls of a model it cannot "
                          "repeat", "define `model` and `example_inputs`, or leave out --per-call")
     run = _Run(opts, fresh, quiet)
-    with _isolated(src.path, [str(src.path), *args]), run.recording():
+    with _isolated(src.path, [str(src.path), *args]), run.recording(), _compat.counting_compiled_calls(run.script_call):
         try:
             modelfile.execute(src, "__main__")
         except SystemExit as exc:

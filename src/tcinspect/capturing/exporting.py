@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from tcinspect._version import __version__
 from tcinspect.capturing import _compat, outputs, verify
+from tcinspect.capturing.modelfile import Call
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import (
     NOT_RUN,
@@ -44,29 +45,51 @@ def _as_module(model: Any) -> Any:
         return model
 
     class Wrapped(torch.nn.Module):
-        def forward(self, *args: Any) -> Any:
-            return model(*args)
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            return model(*args, **kwargs)
 
     return Wrapped()
 
 
-def dynamic_shapes_for(inputs: tuple, dims: tuple[int, ...]) -> Optional[tuple]:
-    """One ``Dim`` per listed dimension, shared by every tensor input that has it (a batch dimension)."""
+def dynamic_shapes_for(inputs: Call, dims: tuple[int, ...], module: Any = None) -> Optional[Any]:
+    """One ``Dim`` per listed dimension, shared by every tensor input that has it (a batch dimension).
+
+    Positional inputs alone give a tuple; with keyword inputs, a dict by the names ``module.forward``
+    binds them to, the form torch.export matches against its own binding of args and kwargs.
+    """
+    import inspect
+
     import torch
     from torch.export import Dim
 
     if not dims:
         return None
     shared = {d: Dim("batch" if d == 0 else f"dim{d}") for d in dims}
-    return tuple({d: shared[d] for d in dims if d < t.dim()} if isinstance(t, torch.Tensor) else None
-                 for t in inputs)
+
+    def spec(t: Any) -> Any:
+        return {d: shared[d] for d in dims if d < t.dim()} if isinstance(t, torch.Tensor) else None
+
+    if not inputs.kwargs:
+        return tuple(spec(t) for t in inputs.args)
+    params = inspect.signature(module.forward).parameters
+    bound = inspect.signature(module.forward).bind(*inputs.args, **inputs.kwargs).arguments
+    out: dict[str, Any] = {}
+    for name, value in bound.items():
+        kind = params[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            out[name] = tuple(spec(t) for t in value)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            out[name] = {k: spec(t) for k, t in value.items()}
+        else:
+            out[name] = spec(value)
+    return out
 
 
-def _spec_text(inputs: tuple, dims: tuple[int, ...]) -> str:
+def _spec_text(inputs: Call, dims: tuple[int, ...]) -> str:
     if not dims:
         return ""
-    return ", ".join(f"input[{i}]: {{{', '.join(f'{d}: batch' if d == 0 else f'{d}: dim{d}' for d in dims)}}}"
-                     for i, t in enumerate(inputs) if hasattr(t, "dim"))
+    return ", ".join(f"{name}: {{{', '.join(f'{d}: batch' if d == 0 else f'{d}: dim{d}' for d in dims)}}}"
+                     for name, t in inputs.named() if hasattr(t, "dim"))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -109,7 +132,7 @@ def _signature(ep: Any) -> ExportSignature:
     )
 
 
-def _aoti(ep: Any, module: Any, inputs: tuple, mode: str, options: Options) -> AotiRun:
+def _aoti(ep: Any, module: Any, inputs: Call, mode: str, options: Options) -> AotiRun:
     import torch
 
     with tempfile.TemporaryDirectory(prefix="tcinspect-aoti-") as tmp:
@@ -118,8 +141,8 @@ def _aoti(ep: Any, module: Any, inputs: tuple, mode: str, options: Options) -> A
             _compat.aoti_compile_and_package(ep, str(package))
             runner = _compat.aoti_load_package(str(package))
             with torch.no_grad():
-                got = runner(*inputs)
-                expected = module(*inputs)
+                got = inputs(runner)
+                expected = inputs(module)
         except Exception as exc:  # noqa: BLE001 - reported per mode, like an export failure
             return AotiRun(False, package.name, error=_one_line(exc))
     got_flat, want_flat = outputs.named_tensors(got), outputs.named_tensors(expected)
@@ -187,7 +210,7 @@ def _aoti_child(request_path: str) -> int:
     sys.path.insert(0, str(src.path.resolve().parent))
     loaded = modelfile.load(src, req["model_name"], req["inputs_name"], options.device)
     device = options.device or loaded.device
-    model, inputs = loaded.model, loaded.example_inputs
+    model, inputs = loaded.model, loaded.calls()[0]
     if device:
         model = model.to(device) if hasattr(model, "to") else model
         inputs = modelfile.move(inputs, device)
@@ -195,7 +218,8 @@ def _aoti_child(request_path: str) -> int:
 
     module = _as_module(model)
     try:
-        ep = torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes_for(inputs, options.dynamic_dims),
+        ep = torch.export.export(module, inputs.args, inputs.kwargs or None,
+                                 dynamic_shapes=dynamic_shapes_for(inputs, options.dynamic_dims, module),
                                  strict=(req["mode"] == "strict"))
         run = _aoti(ep, module, inputs, req["mode"], options)
     except Exception as exc:  # noqa: BLE001
@@ -204,16 +228,17 @@ def _aoti_child(request_path: str) -> int:
     return 0
 
 
-def export_one(model: Any, inputs: tuple, mode: str, options: Options, where: Optional[Path],
+def export_one(model: Any, inputs: Call, mode: str, options: Options, where: Optional[Path],
                target: Optional[Target] = None) -> ExportRun:
     """One torch.export.export call, its graph and signature, or why it failed."""
     import torch
 
     module = _as_module(model)
-    shapes = dynamic_shapes_for(inputs, options.dynamic_dims)
     spec = _spec_text(inputs, options.dynamic_dims)
     try:
-        ep = torch.export.export(module, inputs, dynamic_shapes=shapes, strict=(mode == "strict"))
+        shapes = dynamic_shapes_for(inputs, options.dynamic_dims, module)
+        ep = torch.export.export(module, inputs.args, inputs.kwargs or None, dynamic_shapes=shapes,
+                                 strict=(mode == "strict"))
     except Exception as exc:  # noqa: BLE001 - the failure is the answer for this mode
         return ExportRun(mode, False, _one_line(exc), _user_frame(exc, where), dynamic_shapes=spec)
     finally:
@@ -229,7 +254,7 @@ def export_one(model: Any, inputs: tuple, mode: str, options: Options, where: Op
     return ExportRun(mode, True, graph=graph, signature=_signature(ep), dynamic_shapes=spec, aoti=aoti)
 
 
-def run(model: Any, inputs: tuple, options: Options, target: Target, device: str, where: Optional[Path],
+def run(model: Any, inputs: Call, options: Options, target: Target, device: str, where: Optional[Path],
         quiet: bool) -> Report:
     """Every requested export mode as one report (the torch.compile stages are marked not run)."""
     import contextlib

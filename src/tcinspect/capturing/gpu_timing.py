@@ -39,6 +39,7 @@ from tcinspect.analysis.roofline import (
     datasheet,
     theoretical_bandwidth,
 )
+from tcinspect.capturing.modelfile import Call
 from tcinspect.errors import DeviceError, UsageError
 from tcinspect.report import BenchRequest, CompileOptions, EndToEnd, Peak
 
@@ -349,8 +350,8 @@ def _requires_grad(out: Any) -> bool:
     return False
 
 
-def end_to_end(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
-               step: Callable[[Callable[..., Any], tuple], Any], runs: int, backward: bool) -> list[EndToEnd]:
+def end_to_end(model: Callable[..., Any], compiled: Callable[..., Any], inputs: Call,
+               step: Callable[[Callable[..., Any], Call], Any], runs: int, backward: bool) -> list[EndToEnd]:
     """Eager against compiled, wall time per synchronised call: forward, and forward+backward."""
     import torch
 
@@ -370,14 +371,14 @@ def end_to_end(model: Callable[..., Any], compiled: Callable[..., Any], inputs: 
         e, c = per_call(eager), per_call(comp)
         return EndToEnd(what, round(e, 4), round(c, 4), round(e / c, 2) if c else 0.0, runs)
 
-    out = [pair("forward", lambda: model(*inputs), lambda: compiled(*inputs))]
-    if backward and _requires_grad(compiled(*inputs)):
+    out = [pair("forward", lambda: inputs(model), lambda: inputs(compiled))]
+    if backward and _requires_grad(inputs(compiled)):
         out.append(pair("forward+backward", lambda: step(model, inputs), lambda: step(compiled, inputs)))
     return out
 
 
-def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tuple,
-            step: Callable[[Callable[..., Any], tuple], Any], options: CompileOptions,
+def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: Call,
+            step: Callable[[Callable[..., Any], Call], Any], options: CompileOptions,
             bench: BenchRequest) -> Measured:
     """Time every kernel of one more compiled call (``step``), measure the peaks and the end-to-end times.
 
@@ -415,8 +416,8 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: tup
                     profile=profile, profile_steps=IN_STEP_STEPS if profile is not None else 0, notes=notes)
 
 
-def try_mode(m: Measured, model: Callable[..., Any], inputs: tuple,
-             step: Callable[[Callable[..., Any], tuple], Any], options: CompileOptions, mode: str) -> None:
+def try_mode(m: Measured, model: Callable[..., Any], inputs: Call,
+             step: Callable[[Callable[..., Any], Call], Any], options: CompileOptions, mode: str) -> None:
     """``--try-mode``: the same model compiled with another mode, timed as the default's end to end.
 
     Runs after the recording (its compile is no part of the report); CUDA graphs (reduce-overhead)
@@ -439,7 +440,7 @@ def try_mode(m: Measured, model: Callable[..., Any], inputs: tuple,
 TRY_MODE_WARMUP = 5
 
 
-def _profile_steps(compiled: Callable[..., Any], inputs: tuple, step: Callable[[Callable[..., Any], tuple], Any],
+def _profile_steps(compiled: Callable[..., Any], inputs: Call, step: Callable[[Callable[..., Any], Call], Any],
                    steps: int) -> Optional[dict[str, Any]]:
     """Run the real compiled step ``steps`` times under torch.profiler; its Chrome trace (None if it fails)."""
     import json

@@ -14,24 +14,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Optional
 
-from tcinspect.capturing import outputs
+from tcinspect.capturing import modelfile, outputs
 from tcinspect.report import MemoryMeasurement, Options, Report
 
 METHOD = ("torch.cuda.max_memory_allocated over one step (forward + backward), peak stats reset and "
           "gradients dropped before it; memory_allocated after the forward less at its start")
 
 
-def _drop_grads(model: Any, inputs: tuple) -> None:
+def _drop_grads(model: Any, inputs: Any) -> None:
     import torch
 
     if isinstance(model, torch.nn.Module):
         model.zero_grad(set_to_none=True)
-    for value in inputs:
+    for value in modelfile.as_call(inputs).values():
         if isinstance(value, torch.Tensor) and value.requires_grad:
             value.grad = None
 
 
-def step_peak(fn: Callable[..., Any], model: Any, inputs: tuple) -> tuple[int, int, int]:
+def step_peak(fn: Callable[..., Any], model: Any, inputs: Any) -> tuple[int, int, int]:
     """(memory at the start, peak over the step, memory left alive by the forward) of one training step."""
     import torch
 
@@ -39,7 +39,7 @@ def step_peak(fn: Callable[..., Any], model: Any, inputs: tuple) -> tuple[int, i
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     start = torch.cuda.memory_allocated()
-    out = fn(*inputs)
+    out = modelfile.as_call(inputs)(fn)
     torch.cuda.synchronize()
     forward_end = torch.cuda.memory_allocated() - start
     loss = outputs.scalar_loss(out)
@@ -63,7 +63,7 @@ def cudagraph_pool_bytes() -> int:
     return total
 
 
-def measure(model: Any, compiled: Callable[..., Any], inputs: tuple, run: Any,
+def measure(model: Any, compiled: Callable[..., Any], inputs: Any, run: Any,
             device: str) -> Optional[MemoryMeasurement]:
     """One compiled and one eager training step on a CUDA device; None elsewhere or without a backward."""
     if not device.startswith("cuda") or not run.options.backward:

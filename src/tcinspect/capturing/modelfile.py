@@ -1,4 +1,4 @@
-"""The model-file contract: load ``model`` / ``example_inputs`` / ``input_sets`` from a Python file.
+"""The model-file contract: load ``model`` / ``example_inputs`` / ``example_kwargs`` / ``input_sets`` from a file.
 
 A file that defines no ``model`` at module level (found statically, without running it, the way
 Python binds names on import: not inside functions, classes or ``if __name__ == "__main__":``)
@@ -34,13 +34,46 @@ class ModelSource:
     device: str = ""
 
 
+@dataclass(frozen=True)
+class Call:
+    """One call of the model: its positional and keyword arguments."""
+
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, fn: Callable[..., Any]) -> Any:
+        return fn(*self.args, **self.kwargs)
+
+    def values(self) -> list[Any]:
+        """Every argument, positional first, then the keywords in order."""
+        return [*self.args, *self.kwargs.values()]
+
+    def named(self) -> list[tuple[str, Any]]:
+        """Every argument with its name: ``input[0]`` for a positional one, ``input[labels]`` for a keyword."""
+        return [(f"input[{i}]", v) for i, v in enumerate(self.args)] + \
+            [(f"input[{k}]", v) for k, v in self.kwargs.items()]
+
+
+def as_call(value: Any) -> Call:
+    """A tuple of positional arguments (a dict: keyword arguments), or a Call already, as a Call."""
+    if isinstance(value, Call):
+        return value
+    return Call((), dict(value)) if isinstance(value, dict) else Call(tuple(value))
+
+
 @dataclass
 class LoadedModel:
     model: Callable[..., Any]
     example_inputs: tuple
-    input_sets: list[tuple] = field(default_factory=list)
+    input_sets: list[Any] = field(default_factory=list)  # Calls, or tuples of positional arguments
     #: The device the file asks for (its optional `device` name): the default for --device.
     device: str = ""
+    #: The keyword arguments of the first call (the file's optional `example_kwargs`).
+    example_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def calls(self) -> list[Call]:
+        """The calls made, in order: the example first, then each input set."""
+        return [Call(self.example_inputs, self.example_kwargs), *(as_call(s) for s in self.input_sets)]
 
 
 def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional[bool] = None) -> ModelSource:
@@ -221,19 +254,23 @@ def load(src: ModelSource, model_name: str = "model", inputs_name: str = "exampl
         raise ModelFileError(f"`{model_name}` in {src.path} is a {type(model).__name__}, not an nn.Module or callable",
                              f"set `{model_name}` to the module or function to compile")
     _check_device(device_override or namespace.get("device", ""), src.path, bool(device_override))
-    if inputs_name not in namespace:
+    has_kwargs = KWARGS_NAME in namespace
+    if inputs_name not in namespace and not has_kwargs:
         raise ModelFileError(f"{src.path} defines `{model_name}` but no `{inputs_name}`",
-                             f"add `{inputs_name} = (torch.randn(...),)` (a tuple of positional arguments)")
-    inputs = _as_inputs(namespace[inputs_name], inputs_name, src.path)
+                             f"add `{inputs_name} = (torch.randn(...),)` (a tuple of positional arguments), "
+                             f"or `{KWARGS_NAME} = dict(...)` (keyword arguments)")
+    inputs = _as_inputs(namespace[inputs_name], inputs_name, src.path) if inputs_name in namespace else ()
+    kwargs = _as_kwargs(namespace[KWARGS_NAME], KWARGS_NAME, src.path) if has_kwargs else {}
     sets_value = namespace.get("input_sets", [])
     if not isinstance(sets_value, (list, tuple)):
         raise ModelFileError(f"`input_sets` in {src.path} is a {type(sets_value).__name__}, not a list",
-                             "make `input_sets` a list of tuples of positional arguments")
+                             "make `input_sets` a list of tuples of positional arguments"
+                             + (", or of (args, kwargs) pairs" if has_kwargs else ""))
     device = namespace.get("device", "")
     if not isinstance(device, str):
         device = str(device)  # a torch.device
-    sets = [_as_inputs(s, f"input_sets[{i}]", src.path) for i, s in enumerate(sets_value)]
-    return LoadedModel(model=model, example_inputs=inputs, input_sets=sets, device=device)
+    sets: list[Any] = [_as_set(s, f"input_sets[{i}]", src.path, has_kwargs) for i, s in enumerate(sets_value)]
+    return LoadedModel(model=model, example_inputs=inputs, input_sets=sets, device=device, example_kwargs=kwargs)
 
 
 def _check_device(device: Any, path: Path, asked: bool = False) -> None:
@@ -266,6 +303,44 @@ def _as_inputs(value: Any, name: str, path: Path) -> tuple:
     return value
 
 
+#: The model file's optional name for the first call's keyword arguments.
+KWARGS_NAME = "example_kwargs"
+
+
+def _as_kwargs(value: Any, name: str, path: Path) -> dict[str, Any]:
+    if callable(value) and not isinstance(value, dict):
+        try:
+            value = value()
+        except Exception as exc:
+            where = user_frame(exc, path) or str(path)
+            raise ModelRaisedError(f"{where}: calling `{name}()` raised {describe(exc)}",
+                                   f"fix `{name}` so that it returns a dict of keyword arguments") from exc
+    if not isinstance(value, dict):
+        raise ModelFileError(f"`{name}` in {path} is a {type(value).__name__}, not a dict",
+                             f"make `{name}` a dict of keyword arguments (e.g. `dict(input_ids=ids, labels=ids)`), "
+                             "or a zero-argument function returning one")
+    bad = next((k for k in value if not isinstance(k, str) or not k.isidentifier()), None)
+    if bad is not None:
+        raise ModelFileError(f"`{name}` in {path} has the key {bad!r}, not a keyword argument name",
+                             f"key `{name}` by the model's parameter names (strings)")
+    return dict(value)
+
+
+def _as_set(value: Any, name: str, path: Path, with_kwargs: bool) -> Any:
+    """One input set: a tuple of positional arguments; with ``example_kwargs``, an ``(args, kwargs)`` pair
+    (or a dict of keyword arguments alone)."""
+    if not with_kwargs:
+        return _as_inputs(value, name, path)
+    if isinstance(value, dict):
+        return Call((), _as_kwargs(value, name, path))
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], tuple)
+            and isinstance(value[1], dict)):
+        raise ModelFileError(f"`{name}` in {path} is not an (args, kwargs) pair (the file defines `{KWARGS_NAME}`)",
+                             "write each input set as `((positional, ...), {'name': value})`, "
+                             "e.g. `((), dict(input_ids=ids))`")
+    return Call(value[0], _as_kwargs(value[1], f"{name}[1]", path))
+
+
 def script_frame_error(exc: BaseException, path: Path) -> ModelRaisedError:
     """The one-line error for a script that raised, naming its line."""
     where = user_frame(exc, path) or str(path)
@@ -283,6 +358,8 @@ class ModelExited(Exception):
 def move(value: Any, device: str) -> Any:
     import torch
 
+    if isinstance(value, Call):
+        return Call(move(value.args, device), move(value.kwargs, device))
     if isinstance(value, torch.Tensor):
         return value.to(device)
     if isinstance(value, tuple):

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
-from tcinspect.capturing import _compat
+from tcinspect.capturing import _compat, modelfile
 from tcinspect.parse.events import PER_CALL_ARTIFACT
 
 #: The profiler event torch's frame evaluation records around each cache lookup (torch/csrc/dynamo, 2.11-2.15)
@@ -37,7 +37,7 @@ def _orders() -> dict[str, list[str]]:
     return out
 
 
-def measure(compiled: Callable[..., Any], calls: Sequence[tuple[int, tuple]], runs: int,
+def measure(compiled: Callable[..., Any], calls: Sequence[tuple[int, Any]], runs: int,
             compiles_so_far: Callable[[], list[str]]) -> dict[str, Any]:
     """Time ``runs`` rounds of ``calls`` ((input set, args) pairs); the per-call record as plain data.
 
@@ -47,17 +47,17 @@ def measure(compiled: Callable[..., Any], calls: Sequence[tuple[int, tuple]], ru
     from torch.profiler import ProfilerActivity, profile, record_function
 
     for _, args in calls:  # warm-up: the first call after a compile may still do one-time work
-        compiled(*args)
+        modelfile.as_call(args)(compiled)
     before = set(compiles_so_far())
     orders: list[dict[str, list[str]]] = []
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _, args in calls:  # and once under the profiler, outside any span: its own first-call cost
-            compiled(*args)
+            modelfile.as_call(args)(compiled)
         for _ in range(runs):
             for index, args in calls:
                 orders.append(_orders())
                 with record_function(f"{CALL_SPAN}{index}"):
-                    compiled(*args)
+                    modelfile.as_call(args)(compiled)
     path = os.environ.get(TRACE_ENV)
     if path:
         prof.export_chrome_trace(path)
@@ -109,7 +109,7 @@ def not_measured(runs: int, why: str) -> dict[str, Any]:
     return {"runs": runs, "calls": [], "frames": [], "compiled_during": [], "note": why}
 
 
-def measured_or_why(compiled: Callable[..., Any], calls: Sequence[tuple[int, tuple]], runs: int,
+def measured_or_why(compiled: Callable[..., Any], calls: Sequence[tuple[int, Any]], runs: int,
                     compiles_so_far: Callable[[], list[str]], failed: Optional[str]) -> dict[str, Any]:
     """The record, or why there is none (a compiler stage failed; an input set raised)."""
     if failed:

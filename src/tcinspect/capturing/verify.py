@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect.capturing import outputs
+from tcinspect.capturing.modelfile import Call
 from tcinspect.errors import UsageError
 from tcinspect.report import TensorCheck, Verification, VerifyRequest
 
@@ -54,6 +55,8 @@ def tolerance(dtype: Any, request: VerifyRequest) -> tuple[float, float]:
 def _clone(value: Any) -> Any:
     import torch
 
+    if isinstance(value, Call):
+        return Call(_clone(value.args), _clone(value.kwargs))
     if isinstance(value, torch.Tensor):
         twin = value.detach().clone()
         return twin.requires_grad_(value.requires_grad) if value.is_leaf else twin
@@ -66,10 +69,10 @@ def _clone(value: Any) -> Any:
     return value
 
 
-def _grads(model: Any, inputs: tuple) -> dict[str, Any]:
+def _grads(model: Any, inputs: Call) -> dict[str, Any]:
     import torch
 
-    found = {f"grad input[{i}]": t.grad for i, t in enumerate(inputs)
+    found = {f"grad {name}": t.grad for name, t in inputs.named()
              if isinstance(t, torch.Tensor) and t.grad is not None}
     named = getattr(model, "named_parameters", None)
     if callable(named):
@@ -77,7 +80,7 @@ def _grads(model: Any, inputs: tuple) -> dict[str, Any]:
     return found
 
 
-def reference(model: Any, inputs: tuple, step: Callable[[Any, tuple], Any], where: Optional[Path]) -> Reference:
+def reference(model: Any, inputs: Call, step: Callable[[Any, Call], Any], where: Optional[Path]) -> Reference:
     """Run a deep copy of ``model`` eagerly on copies of ``inputs`` (and backward, as the capture will),
     then, where it runs, a float64 copy of both."""
     twin = _copy(model)
@@ -109,6 +112,8 @@ def _widen(value: Any) -> Any:
     """A float64 copy of every floating tensor in ``value`` (leaves keep requires_grad)."""
     import torch
 
+    if isinstance(value, Call):
+        return Call(_widen(value.args), _widen(value.kwargs))
     if isinstance(value, torch.Tensor):
         if not value.is_floating_point():
             return value.detach().clone()
@@ -121,7 +126,7 @@ def _widen(value: Any) -> Any:
     return value
 
 
-def _float64_run(model: Any, inputs: tuple, step: Callable[[Any, tuple], Any]) -> dict[str, Any]:
+def _float64_run(model: Any, inputs: Call, step: Callable[[Any, Call], Any]) -> dict[str, Any]:
     """Outputs and gradients of the model run in float64, by name; empty where float64 cannot run
     (an op without a float64 kernel, a user kernel written for float32)."""
     try:
@@ -191,7 +196,7 @@ def check(name: str, actual: Any, expected: Any, request: VerifyRequest, truth: 
                        fp64_rmse=compiled_err, eager_fp64_rmse=eager_err)
 
 
-def compare(ref: Reference, out: Any, inputs: tuple, model: Any, request: VerifyRequest) -> Verification:
+def compare(ref: Reference, out: Any, inputs: Call, model: Any, request: VerifyRequest) -> Verification:
     """Compiled outputs and gradients against the eager reference (and its float64 twin)."""
     flat = outputs.named_tensors(out)
     if outputs.structure(out) != ref.structure:

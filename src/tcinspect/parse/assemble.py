@@ -356,12 +356,13 @@ def build(
     backend_failures: list[BackendFailure] = []
     user_kernels: list[UserKernel] = []
     for cid, group in groups.items():
+        frame = _metrics(cid, group)
         for e in group:
             if e.name == "dynamo_graph_break_reason":
                 if is_backend_failure(e.payload):
                     backend_failures.append(parse_backend_failure(e.payload, cid))
                 else:
-                    breaks.append(parse_break(e.payload, cid))
+                    breaks.append(parse_break(e.payload, cid, (frame.file, frame.function)))
         latest = _latest_attempt(group)
         graph_ev = next((e for e in reversed(latest) if e.name == "dynamo_output_graph"), None)
         # the backend failed on the graph of this attempt: Dynamo then ran the frame eagerly

@@ -33,8 +33,33 @@ def _traceback_frames(text: str) -> list[SourceLocation]:
     return frames
 
 
-def parse_break(text: str, compile_id: str) -> GraphBreak:
-    """One graph break from PyTorch's text."""
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]|[/\\]lib[/\\]python\d+(?:\.\d+)?[/\\]|^<frozen ")
+
+
+def is_library(file: str) -> bool:
+    """Whether a file is installed code (a package or the standard library), not the user's own."""
+    return bool(_LIBRARY.search(file))
+
+
+def _model_frame(frame: Optional[SourceLocation], frames: list[SourceLocation],
+                 compiled: tuple[str, str]) -> Optional[SourceLocation]:
+    """The line of the model that led to a break in another file: walking out from the break, the first
+    frame in another file, within the frame being compiled (``compiled``: its file and function; the
+    traceback torch 2.13 prints also holds the frames that called it). None when the break is in the
+    compiled frame's own file."""
+    if frame is None or not frames:
+        return None
+    starts = [i for i, f in enumerate(frames) if (f.file, f.function) == compiled]
+    if not starts:
+        # the compiled frame is not known: a library break, reached from the user's own code
+        own = [f for f in frames if not is_library(f.file)]
+        return own[-1] if is_library(frame.file) and own else None
+    inside = frames[starts[-1]:]
+    return next((f for f in reversed(inside) if f.file != frame.file), None)
+
+
+def parse_break(text: str, compile_id: str, compiled: tuple[str, str] = ("", "")) -> GraphBreak:
+    """One graph break from PyTorch's text (``compiled``: the file and function of the frame being compiled)."""
     head = text.split("\nTraceback (most recent call last):", 1)[0]
     user_part = head.split("User code traceback:", 1)[1] if "User code traceback:" in head else head
     frames = _traceback_frames(user_part)
@@ -68,9 +93,11 @@ def parse_break(text: str, compile_id: str) -> GraphBreak:
     explanation = _section(head, "Explanation:")
     hints = tuple(h.strip() for h in re.findall(r"^\s*Hint:\s*(.+)$", head, re.M))
     gb = _GB_ID.search(head)
+    brk_model_frame = _model_frame(frame, frames, compiled)
     brk = GraphBreak(
         compile_id=compile_id,
         user_frame=frame,
+        model_frame=brk_model_frame,
         break_type=break_type,
         gb_id=f"GB{int(gb['id']):04d}" if gb else "",
         reason=reason,
@@ -107,9 +134,32 @@ _FIXES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# torch's own explanation when its skip list names the function (torch/_dynamo/variables/functions.py,
+# SkipFunctionVariable): "Dynamo developers have intentionally marked that the function `F` in file `P`
+# should not be traced."
+_DELIBERATE_SKIP = re.compile(r"intentionally marked that the function `(?P<fn>[^`]+)` in file `(?P<file>[^`]+)`")
+
+
+def _deliberate_skip_fix(fn: str, file: str) -> str:
+    """PyTorch skips this function on purpose; wrapping it for the graph (allow_in_graph) would be wrong."""
+    where = file.replace("\\", "/")
+    if "/torch/optim/lr_scheduler.py" in where or (fn.endswith(".step") and "/torch/optim/" in where):
+        return (f"PyTorch does not trace `{fn}` here on purpose: an LR scheduler wraps the optimizer's step in a "
+                "function Dynamo skips (torch/optim/lr_scheduler.py), so the call runs between graphs and the "
+                "optimizer's own step is compiled as a frame of its own (see its compile id). Nothing to fix: "
+                "`torch._dynamo.allow_in_graph` does not apply to an optimizer step (it mutates Python state).")
+    return (f"PyTorch does not trace `{fn}` on purpose (it is on Dynamo's skip list): it runs eagerly between "
+            "graphs, and the functions it calls are compiled as frames of their own. Move the call out of the "
+            "compiled region if the break costs you; `@torch._dynamo.dont_skip_tracing` forces tracing into it "
+            "(PyTorch's hint; more breaks may follow).")
+
+
 def suggest_fix(brk: GraphBreak) -> str:
     """A suggested fix for the break's cause; PyTorch's own first hint when the cause is unknown."""
     text = " ".join((brk.break_type, brk.explanation, brk.reason))
+    deliberate = _DELIBERATE_SKIP.search(brk.explanation)
+    if deliberate:
+        return _deliberate_skip_fix(deliberate["fn"], deliberate["file"])
     for pattern, fix in _FIXES:
         if pattern.search(text):
             return fix

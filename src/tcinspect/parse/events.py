@@ -96,6 +96,11 @@ KNOWN_UNREAD = frozenset({
     # AOTAutograd's runtime wrappers: six artifacts in 2.13-2.14 (none in the 2.11 GPU recordings), one in 2.15
     "backward_prologue", "backward_epilogue", "compiled_function_forward", "compiled_function_backward",
     "compiled_fn_wrapper", "runtime_wrapper_orchestration", "aot_autograd_runtime_wrappers",
+    # the rest of the generated wrappers torch 2.13 logs through subclass_codegen._compile_and_exec_source
+    # (an output that aliases an input, a mutated input, tensor subclasses, RNG, effect tokens, ...)
+    "output_alias_wrapper", "mutation_epilogue", "subclass_wrapper", "backward_subclass_unwrap",
+    "backward_subclass_wrapper", "functionalized_rng_wrapper", "effect_tokens_wrapper", "dedup_wrapper",
+    "synthetic_base_wrapper",
 })
 #: Names torch builds at run time: cache outcomes (hit, miss, bypass), bytecode of each compiled
 #: frame, pattern-matcher and fusion passes, profile-guided code state, memory planning.

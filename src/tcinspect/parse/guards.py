@@ -123,13 +123,71 @@ _RECOMPILE_FIXES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"GLOBAL_STATE|global state", re.I),
      "A global torch setting changed between calls (the fields named above): set it once, before the first "
      "compiled call, or expect a graph per setting."),
-    (re.compile(r"(?:L|G)\[[^\]]+\][\w.\[\]']*\s*==\s*[-\w.'\"]+|^\S+/\d+: \w+ == [-\w.]+"),
-     "A Python scalar changed value: pass it as a tensor (torch.tensor(value)) so it is data, not a "
-     "constant baked into the graph, or compile with dynamic=True to make ints symbolic."),
-    (re.compile(r"type|___check_type_id|___check_obj_id|id mismatch", re.I),
-     "An object's type or identity changed (a new module or function object each call?): reuse the same "
-     "object across calls."),
 ]
+
+_REASON_PREFIX = re.compile(r"^\S+/\d+:\s*")
+_NUMBER = r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)"
+
+
+def failed_guard(reason: str) -> str:
+    """The guard expression of one recompile reason, without its compile id and its source comment.
+
+    PyTorch writes a reason as ``"0/0: <guard>  # <user line>  # <file>:<line> in <fn>"``.
+    """
+    return _REASON_PREFIX.sub("", reason).partition("  #")[0].strip()
+
+
+def _shown(source: str) -> str:
+    return source if len(source) <= 60 else source[:59] + "…"
+
+
+def _guard_fix(guard: str) -> str:
+    """A suggestion from the form of the failed guard itself (what it compared, and with what)."""
+    m = re.fullmatch(r"(?:not\s+)?(?P<src>.+?) is (?P<neg>not )?None", guard)
+    if m:
+        src, was_none = _shown(m["src"]), not m["neg"]
+        then, now = ("None", "set") if was_none else ("set", "None")
+        return (f"`{src}` was {then} when the graph was compiled and is {now} now: something changed it between "
+                "calls (a model that fills in its own attribute on its first call, e.g. Hugging Face's "
+                "`config.problem_type`, or your code). Set it before the first compiled call, so every call "
+                "sees the same value; otherwise this one recompile is expected.")
+    m = re.fullmatch(r"(?:not\s+)?___check_type_id\((?P<src>.+?),\s*(?:<id>|\d+)\)", guard)
+    if m:
+        return (f"`{_shown(m['src'])}` has another type than when the graph was compiled: pass the same type "
+                "on every call (e.g. always a tensor, never a list), or expect a graph per type.")
+    m = re.fullmatch(r"(?:not\s+)?___check_obj_id\((?P<src>.+?),\s*(?:<id>|\d+)\)", guard)
+    if m:
+        return (f"`{_shown(m['src'])}` is another object than when the graph was compiled (for True, False and "
+                "None: another value; otherwise a new module or function object each call?): reuse the same "
+                "object across calls, or pass a flag as a tensor.")
+    m = re.fullmatch(r"len\((?P<src>.+)\) == (?P<n>\d+)", guard)
+    if m:
+        return (f"`{_shown(m['src'])}` changed length (it had {m['n']} items when the graph was compiled): a graph "
+                "is specialised on a list's or dict's length; keep it fixed, or stack the items into one tensor.")
+    m = re.fullmatch(r"(?P<neg>not )?___dict_contains\((?P<key>.+?),\s*(?P<src>.+)\)", guard)
+    if m:
+        return (f"The key {m['key']} was {'added to' if m['neg'] else 'removed from'} `{_shown(m['src'])}` since "
+                "the graph was compiled: fill the dict before the first compiled call and keep its keys fixed.")
+    m = re.fullmatch(rf"(?P<src>.+?) == (?P<value>{_NUMBER})", guard, re.I)
+    if m:
+        src, value = m["src"], m["value"]
+        if re.search(r"param_groups\[\d+\]\[['\"](?:lr|initial_lr|weight_decay|betas|momentum)['\"]\]", src):
+            return (f"`{_shown(src)}` (an optimizer setting, {value} when compiled) is a Python float baked into "
+                    "the graph, and an LR scheduler changes it every step: give the optimizer a tensor instead, "
+                    "e.g. `torch.optim.AdamW(params, lr=torch.tensor(1e-3))`, as PyTorch's compiled-optimizer "
+                    "tutorial does, so one graph serves every value.")
+        if re.fullmatch(r"-?\d+", value):
+            return (f"The Python int `{_shown(src)}` changed value ({value} when compiled): compile with "
+                    "dynamic=True (or let automatic dynamic shapes make it symbolic after this recompile), or pass "
+                    "it as a tensor (torch.tensor(value)).")
+        return (f"The Python scalar `{_shown(src)}` changed value ({value} when compiled), and Dynamo bakes a "
+                "float into the graph as a constant: pass it as a tensor (torch.tensor(value)) so it is data.")
+    m = re.fullmatch(r"(?P<src>.+?) == (?P<value>.+)", guard)
+    if m:
+        return (f"`{_shown(m['src'])}` changed value ({_shown(m['value'])} when compiled): a graph is specialised on "
+                "a Python constant (a string, a flag, a tuple); keep it fixed across calls, or expect a graph per "
+                "value.")
+    return ""
 
 
 def suggest_recompile_fix(reasons: tuple[str, ...]) -> str:
@@ -139,4 +197,4 @@ def suggest_recompile_fix(reasons: tuple[str, ...]) -> str:
     for pattern, fix in _RECOMPILE_FIXES:
         if pattern.search(reasons[0]):
             return fix
-    return ""
+    return _guard_fix(failed_guard(reasons[0]))

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.views import distinct_breaks, fullgraph_ok, ops_per_graph
+from tcinspect.render.parts import library_path, plural
 from tcinspect.render.table import backend_failures_table
 from tcinspect.report import Report
 
@@ -17,11 +18,11 @@ def summary_line(rep: Report, fullgraph: bool = False) -> Text:
     failed = [bool(g.backend_error) for g in rep.stages.dynamo.graphs]
     ops = ", ".join(f"{n} (failed)" if f else str(n) for n, f in zip(ops_per_graph(rep), failed)) or "-"
     line = Text()
-    line.append(f"{s.graphs} graphs", style="bold")
+    line.append(plural(s.graphs, "graph"), style="bold")
     if s.graphs_failed:
         line.append(f" (+ {s.graphs_failed} the backend failed on, run eagerly)", style="bold red")
     line.append(" · ")
-    line.append(f"{s.graph_breaks} graph breaks ({s.distinct_graph_breaks} distinct)",
+    line.append(f"{plural(s.graph_breaks, 'graph break')} ({s.distinct_graph_breaks} distinct)",
                 style="bold red" if s.graph_breaks else "bold green")
     line.append(f" · ops per graph: {ops}")
     if fullgraph:
@@ -48,7 +49,9 @@ def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
         return Group(*parts, *failures)
     table = Table(header_style="bold")
     table.add_column("#", justify="right", style="dim")
-    table.add_column("where", style="cyan")
+    # file:line whole, never cut (a library file's name is long; its line number is the point)
+    widest = max((len(d.first.user_frame.short()) for d in groups if d.first.user_frame), default=1)
+    table.add_column("where", style="cyan", no_wrap=True, min_width=min(widest, 40))
     table.add_column("function")
     table.add_column("break type")
     table.add_column("count", justify="right")
@@ -56,7 +59,10 @@ def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
     for i, d in enumerate(groups, 1):
         loc = d.first.user_frame
         kind = d.first.break_type + (f" ({d.first.gb_id})" if d.first.gb_id else "")
-        table.add_row(str(i), loc.short() if loc else "?", loc.function if loc else "", kind, str(d.count),
+        cell = Text(loc.short() if loc else "?")
+        if d.first.model_frame is not None:
+            cell.append(f"\n↳ from {d.first.model_frame.short()}", style="dim")
+        table.add_row(str(i), cell, loc.function if loc else "", kind, str(d.count),
                       ", ".join(d.compile_ids))
     parts.append(table)
     for i, d in enumerate(groups, 1):
@@ -73,9 +79,16 @@ def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
         if b.fix:
             body.append("Suggested fix: ", style="bold green")
             body.append(f"{b.fix}\n")
+        if b.model_frame is not None:
+            m = b.model_frame
+            body.append("Reached from your code: ", style="bold")
+            body.append(f"{m.file}:{m.line} in {m.function}" + (f"  {m.code}" if m.code else "") + "\n")
         if b.context and b.user_frame is not None:
             body.append("\n")
             body.append_text(source_context(b.context, b.user_frame.line))
-        where = f"{b.user_frame.file}:{b.user_frame.line}" if b.user_frame else "?"
-        parts.append(Panel(body, title=f"{i}. {b.break_type} — {where}", title_align="left"))
+        # the place first, short, so a narrow terminal cuts the break type rather than the path
+        place = f"{library_path(b.user_frame.file)}:{b.user_frame.line}" if b.user_frame else "?"
+        if b.user_frame is not None and library_path(b.user_frame.file) != b.user_frame.file:
+            body = Text(f"at {b.user_frame.file}:{b.user_frame.line}\n", style="dim") + body
+        parts.append(Panel(body, title=f"{i}. {place} — {b.break_type}", title_align="left"))
     return Group(*parts, *failures)

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.views import frames, guard_checks
+from tcinspect.analysis.views import frames, guard_checks, guard_kinds
 from tcinspect.render import guardcost
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph
 from tcinspect.report import Report
 
 
-def _input_name(i: int) -> str:
-    return "example_inputs" if i == 0 else (f"input_sets[{i - 1}]" if i > 0 else "?")
+def _input_name(i: int, script: bool = False) -> str:
+    if i < 0:
+        return "?"
+    if script:
+        return f"call {i + 1}"
+    return "example_inputs" if i == 0 else f"input_sets[{i - 1}]"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
@@ -25,7 +32,9 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
     fr = frames(rep)
     entries = ", ".join(f"{f.function}: {f.cache_entries}" for f in fr) or "-"
     head = Text()
-    head.append(f"{rep.calls} calls · {len(rep.compiles)} compiles · {rep.summary.recompiles} recompiles",
+    script = rep.target.kind == "script"
+    calls = _plural(rep.calls, "call") + (" into compiled code" if script else "")
+    head.append(f"{calls} · {_plural(len(rep.compiles), 'compile')} · {_plural(rep.summary.recompiles, 'recompile')}",
                 style="bold")
     head.append(f" · cache entries per frame: {entries} · dynamic={rep.options.dynamic or 'auto'}")
     if any(f.limit_hit for f in fr):
@@ -36,8 +45,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
     parts: list[RenderableType] = [head]
     for g in rep.stages.dynamo.graphs:
         checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
-        counts = Counter(kind for kind, _, _ in checks)
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        kinds = ", ".join(f"{k} {v}" for k, v in guard_kinds(g.guards))
         t = Table(title=f"{g.compile_id} · {g.function} · {len(g.guards)} guards ({kinds})"
                         f"{guardcost.graph_clause(rep, g.compile_id)}", title_justify="left",
                   header_style="bold")
@@ -72,11 +80,11 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
             note = Text(r.suggestion)
             if r.limit_hit:
                 note = Text("recompile limit hit: ran eagerly. ", style="bold red") + note
-            t.add_row(r.compile_id, _input_name(r.input_set), failed, note)
+            t.add_row(r.compile_id, _input_name(r.input_set, script), failed, note)
         parts.append(t)
     else:
         parts.append(Text("No recompiles.", style="green"))
     for e in rep.input_errors:
-        parts.append(Text(f"{_input_name(e.input_set)} raised: {e.error}", style="red"))
+        parts.append(Text(f"{_input_name(e.input_set, script)} raised: {e.error}", style="red"))
     parts.extend(guardcost.parts(rep, all_kinds, limit))
     return Group(*parts)

@@ -288,6 +288,9 @@ class _Page:
             elif b.user_frame and b.user_frame.code:
                 parts.append(f'<pre class="context"><span class="hit">{_e(b.user_frame.code)}</span></pre>')
             facts = [("reason", b.reason), ("explanation", b.explanation), ("fix", b.fix)]
+            if b.model_frame is not None:
+                m = b.model_frame
+                facts.insert(0, ("reached from", f"{m.file}:{m.line} in {m.function}" + (f"  {m.code}" if m.code else "")))
             dl = "".join(f"<dt>{k}<dd>{_e(v)}" for k, v in facts if v)
             if b.hints:
                 dl += "<dt>hints<dd><ul>" + "".join(f"<li>{_e(h)}" for h in b.hints) + "</ul>"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
@@ -13,7 +12,7 @@ from rich.text import Text
 
 from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.collectives import of_stages
-from tcinspect.analysis.views import parse_warning
+from tcinspect.analysis.views import guard_kinds, parse_warning
 from tcinspect.render.collectives import collectives as collectives_view
 from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
 from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
@@ -93,6 +92,14 @@ def _stage_times(rep: Report) -> str:
     inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
     loaded = " (AOTAutograd cache hit)" if not inductor and any(
         c.aot_autograd_cache == "hit" for c in rep.compiles) else ""
+    backward = backward_inductor_s(rep)
+    if backward:
+        # compilation_metrics' backend time covers the forward graphs only (AOTAutograd and Inductor inside
+        # Dynamo's compile); the backward is compiled at the first .backward(), outside it, so the Inductor
+        # total can exceed the backend time
+        forward = inductor - backward
+        return (f"backend {backend:.2f} s, inductor {inductor:.2f} s = {forward:.2f} s forward (part of backend) "
+                f"+ {backward:.2f} s backward (compiled at the first .backward(), outside backend){loaded}")
     return f"backend {backend:.2f} s, inductor {inductor:.2f} s{loaded}"
 
 
@@ -145,8 +152,7 @@ def guard_expression(guard_type: str, expression: str) -> str:
 def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = None) -> RenderableType:
     parts: list[RenderableType] = [Text("Guards", style="bold magenta")]
     for g in rep.stages.dynamo.graphs:
-        counts = Counter(x.kind for x in g.guards)
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        kinds = ", ".join(f"{k} {v}" for k, v in guard_kinds(g.guards))
         t = Table(title=f"guards {g.compile_id} · {g.function} · {len(g.guards)} ({kinds})", title_justify="left",
                   header_style="bold")
         t.add_column("kind")
@@ -247,25 +253,30 @@ def compact_lines(user_lines: Sequence[str]) -> str:
 def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, limit: Optional[int] = None) -> Table:
     """Kernels in launch order; line numbers first so they survive a narrow terminal."""
     t = Table(title=title, title_justify="left", header_style="bold")
-    t.add_column("#", justify="right", style="dim")
-    widest = max((len(compact_lines(k.user_lines)) for k in kernels), default=0)
-    t.add_column("lines", overflow="fold", min_width=min(widest, 30) or None)
+    t.add_column("#", justify="right", style="dim", no_wrap=True)
+    t.add_column("lines", overflow="fold")
     t.add_column("kernel", style="cyan", overflow="fold")
-    t.add_column("kind")
-    t.add_column("module", style="dim", overflow="fold")
-    t.add_column("fused ATen ops")
-    t.add_column("source nodes", style="dim")
-    t.add_column("size", justify="right")
+    t.add_column("kind", no_wrap=True)
+    # every column but the module one (empty where provenance names no module) must fit 120 columns,
+    # so the long ones fold instead of pushing "size" and "buffers" off the edge
+    modules = any(k.modules for k in kernels)
+    if modules:
+        t.add_column("module", style="dim", overflow="fold")
+    t.add_column("fused ATen ops", overflow="fold")
+    t.add_column("source nodes", style="dim", overflow="fold")
+    t.add_column("size", justify="right", no_wrap=True, min_width=len("size"))
     if buffers:
-        t.add_column("buffers", style="dim")
+        t.add_column("buffers", style="dim", overflow="fold")
     inferred = 0
     for i, k in enumerate(_limited(kernels, limit, t)):
         nodes = _clip(", ".join(k.source_nodes), 40)
         if k.provenance == "inferred":
             inferred += 1
             nodes = f"~ {nodes}" if nodes else "~"
-        row = [str(i), compact_lines(k.user_lines), k.name, k.kind, _clip(", ".join(k.modules), 40),
-               _clip(", ".join(k.aten_ops), 60), nodes, k.numel]
+        row = [str(i), compact_lines(k.user_lines), k.name, k.kind]
+        if modules:
+            row.append(_clip(", ".join(k.modules), 40))
+        row += [_clip(", ".join(k.aten_ops), 60), nodes, k.numel]
         if buffers:
             row.append("\n".join(k.buffers))
         t.add_row(*row)
