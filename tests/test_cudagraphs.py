@@ -168,3 +168,11 @@ def test_bench_verdict_names_the_skipped_graphs():
     assert cudagraph_advice(_with_step(recorded)).startswith("on: 6 recordings, every graph recorded")
     assert cudagraph_advice(_with_step(recorded, "GPU-bound")) == ""
     assert cudagraph_advice(skipped) == ""  # no --bench step
+
+
+def test_cpu_op_in_the_graph_is_one_skip_with_the_users_line():
+    rep, truth, _ = _report("cpu_tensor")
+    (g,) = rep.cudagraphs.graphs  # one inference graph: torch's one skip, not a second "forward" entry
+    assert (g.part, g.status, g.reason) == ("inference", "skipped", "cpu device (sum_1)")
+    assert g.user_lines == ("/home/user/tcinspect/tests/cudagraph_cases.py:40",)
+    assert rep.cudagraphs.skips == truth["cudagraph_skips"] == 1

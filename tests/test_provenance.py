@@ -212,7 +212,12 @@ def test_warm_fx_cache_hit_gives_the_same_provenance(tmp_path, monkeypatch):
     """A second run served from the FX graph cache reports what the cold compile stated."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     # the default user: no provenance tracking, so tcinspect saves no entry and the user's own run fills the cache
-    monkeypatch.setattr(torch._inductor.config.trace, "provenance_tracking_level", 0)
+    # (config.patch, not monkeypatch: monkeypatch's undo deletes a sub-config's key, which hides it for good)
+    with torch._inductor.config.patch({"trace.provenance_tracking_level": 0}):
+        _warm_hit_keeps_provenance(tmp_path)
+
+
+def _warm_hit_keeps_provenance(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
     x = torch.randn(4, 16)

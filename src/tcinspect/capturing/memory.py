@@ -31,10 +31,15 @@ def _drop_grads(model: Any, inputs: Any) -> None:
             value.grad = None
 
 
-def step_peak(fn: Callable[..., Any], model: Any, inputs: Any) -> tuple[int, int, int]:
-    """(memory at the start, peak over the step, memory left alive by the forward) of one training step."""
+def step_peak(fn: Callable[..., Any], model: Any, inputs: Any, new_step: bool = False) -> tuple[int, int, int]:
+    """(memory at the start, peak over the step, memory left alive by the forward) of one training step;
+    ``new_step``: under CUDA graphs, mark it as a new step first, as the capture's own calls are."""
     import torch
 
+    if new_step:
+        from tcinspect.capturing import _compat
+
+        _compat.cudagraph_step_begin()
     _drop_grads(model, inputs)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -73,8 +78,8 @@ def measure(model: Any, compiled: Callable[..., Any], inputs: Any, run: Any,
     run.recorder.call = -1
     if run.options.mode in ("reduce-overhead", "max-autotune"):
         for _ in range(2):  # CUDA graph trees warm up on one call and record on the next: measure a replay
-            step_peak(compiled, model, inputs)
-    c_start, c_peak, c_fwd = step_peak(compiled, model, inputs)
+            step_peak(compiled, model, inputs, run.cudagraph_steps)
+    c_start, c_peak, c_fwd = step_peak(compiled, model, inputs, run.cudagraph_steps)
     pool = cudagraph_pool_bytes()
     e_start, e_peak, e_fwd = step_peak(model, model, inputs)
     notes = []
