@@ -92,8 +92,18 @@ def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name)
     model, inputs = _model_of(case)
     total, own, storages = _saved_by_hooks(model, inputs, "inductor")
     assert (g.saved_bytes, g.bytes_of("parameter"), sum(1 for t in g.saved if t.bytes)) == (total, own, storages)
-    assert {p.part for p in g.inductor_peaks} == {"forward", "backward"}  # reorder_for_peak_memory's estimates
-    assert all(p.chosen > 0 and p.methods[0][0] == "baseline" for p in g.inductor_peaks)
+    # Inductor estimates a peak only when it schedules (reorder_for_peak_memory); the ground truth compiled this
+    # model first in the same cache, so tcinspect's compile is served from the FX graph cache: no estimate
+    hits = [o.cache for o in case.report.stages.inductor.outputs]
+    assert hits == ["hit", "hit"] and not g.inductor_peaks
+    if name == "mlp_train":  # compiled cold, in a private cache: both graphs' estimates
+        from tcinspect.capturing.engine import capture
+        from tcinspect.report import Options
+
+        cold = capture(model, *inputs, options=Options(backend="inductor"), fresh=True, quiet=True)
+        peaks = cold.memory.graphs[0].inductor_peaks
+        assert {p.part for p in peaks} == {"forward", "backward"}  # reorder_for_peak_memory's estimates
+        assert all(p.chosen > 0 and p.methods[0][0] == "baseline" for p in peaks)
 
 
 @pytest.mark.slow

@@ -64,6 +64,10 @@ def _strip(doc: dict, inferred: set) -> None:
     doc.get("summary", {}).pop("guards", None)
     for b in doc["stages"]["dynamo"]["graph_breaks"]:
         b.pop("context")
+        # derived when the log is read, after the recorded live reports were written: the model's line a
+        # library break was reached from, and the advice for a function torch skips on purpose
+        b.pop("model_frame", None)
+        b.pop("fix", None)
     for r in doc["stages"]["dynamo"]["recompiles"]:
         r.pop("input_set")  # which input set a recompile came from: the capture loop's, not torch's
     for k in doc["stages"]["aot_autograd"]["user_kernels"]:

@@ -55,7 +55,12 @@ def _model_frame(frame: Optional[SourceLocation], frames: list[SourceLocation],
         own = [f for f in frames if not is_library(f.file)]
         return own[-1] if is_library(frame.file) and own else None
     inside = frames[starts[-1]:]
-    return next((f for f in reversed(inside) if f.file != frame.file), None)
+    # torch's own frames (Dynamo's wrappers and polyfills between a DDP forward and its hooks) are no model line
+    return next((f for f in reversed(inside) if f.file != frame.file and not _in_torch(f.file)), None)
+
+
+def _in_torch(path: str) -> bool:
+    return any(f"{sep}torch{slash}" in path for sep in ("site-packages/", "dist-packages/") for slash in ("/", "\\"))
 
 
 def parse_break(text: str, compile_id: str, compiled: tuple[str, str] = ("", "")) -> GraphBreak:
