@@ -68,7 +68,7 @@ def build(events: Sequence[Event], options: Options, stages: Stages, device: str
         if backward is True or backward == "backward":
             return "backward"
         if backward == "inference":
-            return backward
+            return "inference"
         # not backward: an inference graph where the compile made one and no forward (torch's is_backward
         # and CompilationMode say forward for both at compile time)
         return "inference" if "inference" in parts.get(cid, set()) and "forward" not in parts.get(cid, set()) \
