@@ -436,14 +436,7 @@ def _pct(share: Optional[float]) -> str:
 def parse_limits(values: dict[str, Any], where: str) -> Limits:
     """Limits from a config mapping (``max_graph_breaks = 0`` ...), checked."""
     kwargs = {}
-    for m in METRICS:
-        key = f"max_{m}"
-        if key in values:
-            v = values[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise UsageError(f"{where}: {key} must be a whole number >= 0, not {v!r}", f"fix {key} in {where}")
-            kwargs[m] = v
-    for m in SECTION_METRICS:
+    for m in (*METRICS, *SECTION_METRICS):
         key = f"max_{m}"
         if key in values:
             v = values[key]

@@ -54,8 +54,9 @@ def report_from_events(
     start = time.perf_counter()
     shape_section, shapes_unread = shapes.build(events)
     unreadable = {**provenance.unreadable(events), **shapes_unread}
-    if cudagraphs.unreadable(events):
-        unreadable[cudagraphs.SKIP_ARTIFACT] = cudagraphs.unreadable(events)
+    skips_unread = cudagraphs.unreadable(events)
+    if skips_unread:
+        unreadable[cudagraphs.SKIP_ARTIFACT] = skips_unread
     parse = parse_health(events, lines_not_understood=source.lines_not_understood,
                          unreadable=unreadable, payload_mismatches=source.payload_mismatches,
                          truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
