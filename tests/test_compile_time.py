@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MODELS, SAMPLES, cli
-from tcinspect import serialize
+from tcinspect import serialize, vocabulary
 from tcinspect.analysis import compile_time as views
 from tcinspect.parse import compiletime
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
@@ -158,7 +158,7 @@ def test_a_report_without_spans_still_answers():
 
 
 def test_every_group_name_is_known():
-    assert set(render.COLOURS) == set(compiletime.GROUPS) == set(compiletime.GROUP_TITLES)
+    assert set(render.COLOURS) == set(vocabulary.GROUPS) == set(vocabulary.GROUP_TITLES)
     assert compiletime.group_of("pass.post_grad_passes.remove_noop_ops") == "graph_passes"
     assert compiletime.group_of("compile_fx.<locals>.bw_compiler") == "inductor"
     assert compiletime.group_of("something_new", "lowering") == "lowering"

@@ -40,6 +40,7 @@ from tcinspect.report import (
     Stages,
     Target,
 )
+from tcinspect.vocabulary import ranks_text
 
 # ----------------------------------------------------------------------------- hand-built ranks
 
@@ -122,7 +123,7 @@ def test_groups_of_ranks_and_rank_ranges():
     divs = divergence.divergences([_rank(0), _rank(1, branch=True), _rank(2), _rank(3, branch=True)])
     brk = next(d for d in divs if d.aspect == "graph_breaks")
     assert [g.ranks for g in brk.groups] == [(0, 2), (1, 3)]
-    assert ranks_mod.ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and ranks_mod.ranks_text((1,)) == "rank 1"
+    assert ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and ranks_text((1,)) == "rank 1"
 
 
 def test_a_rank_that_crashed_is_compared_on_what_it_reached():
@@ -267,7 +268,7 @@ def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
         ("missing", "torchrun started no process for it", "")]
     assert [len(r.ddp_splits) for r in ranks] == [1, 1, 1, 0]  # what each rank streamed before it ended
     rep = _merged(*ranks)
-    failure = divergence.rank_failure(rep)
+    failure = ranks_mod.rank_failure(rep)
     assert failure is not None and failure.kind == "crashed" and exit_code_for(failure.kind) == ExitCode.CAPTURE_CRASHED
     assert failure.cause.startswith("rank 0 of 4 crashed: Segmentation fault (in m.py:2); rank 1 stopped")
     ranks, _ = launcher.collect(tmp_path, 2, path, "model", Options(), timed_out=True)
@@ -277,14 +278,14 @@ def test_rank_files_read_back_crashed_stopped_missing_and_error(tmp_path):
 def test_a_rank_error_is_exit_2_and_a_failed_stage_exit_3():
     err = _merged(_rank(0, status="stopped", error="torchrun ended it when another rank failed"),
                   _rank(1, status="error", error="m.py:2: the model raised ValueError: boom — fix the model"))
-    failure = divergence.rank_failure(err)
+    failure = ranks_mod.rank_failure(err)
     assert failure is not None and exit_code_for(failure.kind) == ExitCode.USAGE_ERROR
     assert (failure.cause, failure.fix) == ("rank 1 of 2: m.py:2: the model raised ValueError: boom; rank 0 stopped",
                                             "fix the model")
     failed = _merged(_rank(0), _rank(1, status="failed", error="inductor stage failed: boom"))
-    failure = divergence.rank_failure(failed)
+    failure = ranks_mod.rank_failure(failed)
     assert failure is not None and exit_code_for(failure.kind) == ExitCode.STAGE_FAILED
-    assert divergence.rank_failure(_merged(_rank(0), _rank(1))) is None
+    assert ranks_mod.rank_failure(_merged(_rank(0), _rank(1))) is None
 
 
 # ----------------------------------------------------------------------------- launching, without launching

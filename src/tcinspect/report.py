@@ -921,7 +921,7 @@ class Phase:
 
     name: str  # torch's event name: bytecode_tracing, backend_compile, GraphLowering.run, compile_file, ...
     #: dynamo | aot_autograd | graph_passes | lowering | scheduling | codegen | compile | autotune | cache |
-    #: inductor | other (compiletime.GROUPS)
+    #: inductor | other (vocabulary.GROUPS)
     group: str
     start_s: float  # from the start of its compile's root span
     seconds: float  # inclusive

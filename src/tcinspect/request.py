@@ -151,7 +151,7 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
         ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
         ranks += _files_read(rep)
         if rep.ranks:
-            from tcinspect.analysis.divergence import rank_failure
+            from tcinspect.parse.ranks import rank_failure
 
             rep = rep.replace(failure=rank_failure(rep))
         elif not rep.ok:
@@ -164,7 +164,7 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
     parse = resolved.report.parse
     # a run that failed ends with its failure (shown with the report), as it did before --strict looked
     if strict and parse is not None and parse.damaged and resolved.report.failure is None:
-        from tcinspect.analysis.views import parse_warning
+        from tcinspect.analysis.parse_health import parse_warning
 
         raise TraceLogError(f"{file}: {parse_warning(resolved.report)}", "--strict fails on anything the parser "
                             "did not understand; leave it out to read the rest")
@@ -201,14 +201,14 @@ def _files_read(rep: Report) -> str:
 def _warning(rep: Report) -> str:
     if rep.parse is None or not rep.parse.damaged:
         return ""
-    from tcinspect.analysis.views import parse_warning
+    from tcinspect.analysis.parse_health import parse_warning
 
     return parse_warning(rep)
 
 
 def _one_rank(rep: Report, rank: int, file: str) -> Report:
     from tcinspect.analysis import divergence
-    from tcinspect.parse.ranks import ranks_text
+    from tcinspect.vocabulary import ranks_text
 
     found = next((r for r in rep.ranks if r.rank == rank), None)
     if found is None:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcinspect.analysis import caches
-from tcinspect.parse.compiletime import BACKWARD_ROOT, FORWARD_ROOT, GROUP_TITLES, GROUPS, breakdown
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
+from tcinspect.vocabulary import BACKWARD_ROOT, FORWARD_ROOT, GROUP_TITLES, GROUPS, breakdown
 
 #: Rows in the "slowest" lists.
 TOP = 10

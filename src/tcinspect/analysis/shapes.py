@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from tcinspect.parse.shapes import KEEP_DYNAMIC, size_source, specialized, where
 from tcinspect.report import Report, Shapes, Specialization
+from tcinspect.vocabulary import KEEP_DYNAMIC, size_source, specialized, where
 
 #: what a dim of an input is, across the calls observed
 STATIC = "static"  # one size in every call

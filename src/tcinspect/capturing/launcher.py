@@ -30,13 +30,12 @@ from typing import Any, Optional
 
 from tcinspect import interrupts, serialize
 from tcinspect._version import __version__
-from tcinspect.analysis.divergence import rank_failure
 from tcinspect.errors import (
     DeviceError,
     TcinspectError,
     UsageError,
 )
-from tcinspect.parse.ranks import merge
+from tcinspect.parse.ranks import merge, rank_failure
 from tcinspect.report import (
     OK,
     Options,

@@ -24,27 +24,8 @@ from tcinspect.report import (
     Phase,
     Recompile,
 )
+from tcinspect.vocabulary import BACKWARD_ROOT, FORWARD_ROOT, breakdown
 
-#: Phase groups, in pipeline order; each span's exclusive time counts towards one of them.
-GROUPS = ("dynamo", "aot_autograd", "graph_passes", "lowering", "scheduling", "codegen", "compile", "autotune",
-          "cache", "inductor", "other")
-GROUP_TITLES = {
-    "dynamo": "Dynamo (bytecode tracing, guards)",
-    "aot_autograd": "AOTAutograd (dispatch, partitioning)",
-    "graph_passes": "FX graph passes (pre-grad, joint, post-grad)",
-    "lowering": "Inductor lowering",
-    "scheduling": "Inductor scheduling (fusion)",
-    "codegen": "Inductor code generation",
-    "compile": "C++/Triton compile (async included)",
-    "autotune": "autotuning",
-    "cache": "cache keys, look-ups, loads and saves",
-    "inductor": "Inductor (other)",
-    "other": "other (outside any timed phase)",
-}
-
-#: Root spans: what compilation_metrics (forward) and bwd_compilation_metrics (backward) measure.
-FORWARD_ROOT = "entire_frame_compile"
-BACKWARD_ROOT = "entire_backward_compile"
 #: chromium_event_timed("dynamo") wraps entire_frame_compile and adds only bookkeeping: left out, so
 #: that the forward root is the span torch's own total measures.
 _WRAPPERS = frozenset({"dynamo"})
@@ -210,23 +191,6 @@ def to_phase(tree: _Tree, origin: float, parent_group: str = "other") -> Phase:
     inside = sum(c.seconds for c in children)
     return Phase(name=tree.name, group=group, start_s=round((tree.start - origin) / 1e6, 6), seconds=round(seconds, 6),
                  self_s=round(max(seconds - inside, 0.0), 6), children=children)
-
-
-def breakdown(phase: Phase) -> dict[str, float]:
-    """Exclusive seconds by group over a tree: they add up to the root's inclusive time.
-
-    A compile root's own exclusive time is "other" (the gaps between its timed phases); a span
-    outside any compile (e.g. autotuning at the first call) keeps its own group.
-    """
-    out = {g: 0.0 for g in GROUPS}
-
-    def walk(p: Phase, root: bool) -> None:
-        out["other" if root and p.name in (FORWARD_ROOT, BACKWARD_ROOT) else p.group] += p.self_s
-        for c in p.children:
-            walk(c, False)
-
-    walk(phase, True)
-    return {g: round(v, 6) for g, v in out.items() if v > 0}
 
 
 # ----------------------------------------------------------------------------- events -> CompileTime

@@ -1,14 +1,13 @@
 """The ranks of a distributed run, merged into one report (pure): rank 0's report with every rank's own
-under ``ranks``, and the words for how each rank ended."""
+under ``ranks``, and what a failed rank means for the whole run (``Report.failure``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Optional
 
-from tcinspect.report import OK, RankReport, Report
-
-#: Rank statuses with no result file: the rank ended before it could write one.
-ENDED = ("crashed", "timed_out", "stopped", "missing")
+from tcinspect.report import OK, Failure, RankReport, Report
+from tcinspect.vocabulary import ENDED, outcome
 
 
 def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
@@ -19,22 +18,30 @@ def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, f
                         timings=tuple(base.timings) + tuple(timings))
 
 
-def outcome(r: RankReport) -> str:
-    """How a rank ended, with the user's line it was at when it crashed, hung or was stopped."""
-    cause = r.error.partition(" — ")[0]  # a rank's error keeps its fix; the table shows the cause
-    return cause + (f" (in {r.where})" if r.where and r.status in ENDED else "")
-
-
-
-def ranks_text(ranks: Sequence[int]) -> str:
-    """``rank 1`` / ``ranks 0, 2-5``."""
-    spans: list[str] = []
-    nums = sorted(ranks)
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        spans.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ("rank " if len(nums) == 1 else "ranks ") + ", ".join(spans)
+def rank_failure(rep: Report, timeout: Optional[float] = None) -> Optional[Failure]:
+    """What a failed rank means for the whole run (crashed: exit 4, rank_error: 2, stage: 3); None if none failed."""
+    bad = [r for r in rep.ranks if r.status != OK]
+    if not bad:
+        return None
+    n = len(rep.ranks)
+    # a rank that torchrun stopped is a consequence of another's failure, not a cause
+    causes = [r for r in bad if r.status != "stopped"] or bad
+    first = causes[0]
+    also = [r for r in bad if r is not first]
+    tail = f"; {', '.join(f'rank {r.rank} {r.status}' for r in also)}" if also else ""
+    if timeout is not None:
+        running = ", ".join(f"rank {r.rank}" + (f" in {r.where}" if r.where else "") for r in bad
+                            if r.status == "timed_out")
+        return Failure("crashed", f"the torchrun job ran past --timeout {timeout:g} s and was stopped "
+                                  f"({running or 'no rank was running'})",
+                       "look for a hang, or a collective one rank never reaches (the table shows where "
+                       "each rank was), or raise --timeout")
+    if any(r.status in ENDED for r in causes):
+        return Failure("crashed", f"rank {first.rank} of {n} {first.status}: {outcome(first)}{tail}",
+                       "each rank's stages recorded before it ended are shown, and its own output above ([rank N] lines)")
+    if any(r.status == "error" for r in causes):
+        first = next(r for r in causes if r.status == "error")
+        cause, _, fix = first.error.partition(" — ")
+        return Failure("rank_error", f"rank {first.rank} of {n}: {cause}{tail}", fix)
+    return Failure("stage", f"rank {first.rank} of {n}: {first.error}{tail}",
+                   "the report shows the stages that worked on each rank; --debug for details")

@@ -30,6 +30,7 @@ from tcinspect.report import (
     SourceLocation,
     Specialization,
 )
+from tcinspect.vocabulary import KEEP_DYNAMIC, size_source, specialized, where
 
 CREATE_SYMBOL = "create_symbol"
 CREATE_UNBACKED = "create_unbacked_symbol"
@@ -183,32 +184,6 @@ def sources_in(reason: str) -> set[str]:
         found.add(size_source(m["name"], int(m["dim"])))
     found.update(re.findall(r"[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*\.size\(\)\[\d+\]", reason))
     return found
-
-
-def size_source(name: str, dim: int) -> str:
-    """Dynamo's source of an argument's size: ``L['x'].size()[1]``; ``args[0]`` is ``L['args'][0]``."""
-    if name.startswith(("L[", "G[")):
-        return f"{name}.size()[{dim}]"
-    base, bracket, rest = name.partition("[")
-    return f"L['{base}']{bracket}{rest}.size()[{dim}]"
-
-
-def specialized(shapes: Optional[Shapes], source: str) -> list[Specialization]:
-    """The specializations of ``source`` in a run, in order."""
-    return [s for s in (shapes.specializations if shapes else ()) if source in s.sources]
-
-
-def where(loc: Optional[SourceLocation]) -> str:
-    """``file.py:12 `code```, or "a line torch did not name"."""
-    if loc is None:
-        return "a line torch did not name"
-    return f"{loc.short()} `{loc.code}`" if loc.code else loc.short()
-
-
-KEEP_DYNAMIC = ("to keep it dynamic, the code must not need its value: no Python iteration or branching on the size "
-                "(tensor ops instead of a `range()` over it), torch._check(...) to state what the code assumes, "
-                "torch.fx.experimental.symbolic_shapes.guard_or_false(...) for a test that may fall back, or "
-                "torch._dynamo.mark_unbacked(tensor, dim) (no hint: the code then cannot branch on it at all)")
 
 
 def specialization_advice(source: str, specs: Sequence[Specialization]) -> str:

@@ -291,7 +291,7 @@ def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
 
 
 def _ranks(ranks: Mapping[int, object]) -> str:
-    from tcinspect.parse.ranks import ranks_text
+    from tcinspect.vocabulary import ranks_text
 
     return ranks_text(list(ranks)).split(" ", 1)[1]
 

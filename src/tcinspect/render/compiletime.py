@@ -13,8 +13,8 @@ from rich.text import Text
 
 from tcinspect.analysis import caches as cache_views
 from tcinspect.analysis import compile_time as views
-from tcinspect.parse.compiletime import GROUP_TITLES, GROUPS
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
+from tcinspect.vocabulary import GROUP_TITLES, GROUPS
 
 if TYPE_CHECKING:
     from rich.tree import Tree

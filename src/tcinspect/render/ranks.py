@@ -15,10 +15,10 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import divergence as rank_divergence
-from tcinspect.parse.ranks import outcome, ranks_text
 from tcinspect.render import table as single
 from tcinspect.render.parts import code_panel
 from tcinspect.report import OK, DdpSplit, Divergence, Report
+from tcinspect.vocabulary import outcome, ranks_text
 
 _STATUS_STYLE = {OK: "green", "failed": "bold red", "error": "bold red", "crashed": "bold red",
                  "timed_out": "bold red", "stopped": "yellow", "missing": "bold red"}
