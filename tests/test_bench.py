@@ -12,11 +12,12 @@ import yaml
 
 from conftest import SAMPLES, cli
 from tcinspect import cache, serialize
-from tcinspect.analysis import roofline as kb
-from tcinspect.analysis.roofline import Arg, Launch, Measured
-from tcinspect.analysis.views import bench_document, bench_rows
-from tcinspect.capturing import gpu_timing
+from tcinspect.analysis.bench import bench_rows
+from tcinspect.capturing import datasheets, gpu_timing
+from tcinspect.parse import kernelmath, roofline
+from tcinspect.parse.measured import Arg, Launch, Measured
 from tcinspect.render import bench as render
+from tcinspect.render.bench import bench_document
 from tcinspect.report import (
     EndToEnd,
     InductorStage,
@@ -53,65 +54,65 @@ def t(name: str, shape, role: str = "", dtype: str = "f32", stride=None, itemsiz
 
 
 def test_tensor_bytes_counts_a_broadcast_dimension_once():
-    assert kb.tensor_bytes((64, 32), (32, 1), 4) == 64 * 32 * 4
-    assert kb.tensor_bytes((64, 32), (0, 1), 4) == 32 * 4  # a bias expanded over 64 rows
-    assert kb.tensor_bytes((8, 0), (1, 1), 2) == 0
+    assert kernelmath.tensor_bytes((64, 32), (32, 1), 4) == 64 * 32 * 4
+    assert kernelmath.tensor_bytes((64, 32), (0, 1), 4) == 32 * 4  # a bias expanded over 64 rows
+    assert kernelmath.tensor_bytes((8, 0), (1, 1), 2) == 0
 
 
 def test_traffic_counts_in_out_both_ways_and_scratch_not_at_all():
-    args = kb.resolve_roles("triton", [t("in_ptr0", (1024,)), t("in_out_ptr0", (256,)), t("out_ptr0", (128,), dtype="b8",
+    args = kernelmath.resolve_roles("triton", [t("in_ptr0", (1024,)), t("in_out_ptr0", (256,)), t("out_ptr0", (128,), dtype="b8",
                                                                                         itemsize=1),
                                        t("ws_ptr", (4096,))])
     assert [a.role for a in args] == ["read", "readwrite", "write", "scratch"]
-    assert kb.traffic(args) == (1024 * 4 + 256 * 4, 256 * 4 + 128)
+    assert kernelmath.traffic(args) == (1024 * 4 + 256 * 4, 256 * 4 + 128)
 
 
 def test_user_kernel_roles_come_from_what_its_source_stores_through():
-    assert {"output_ptr", "offs", "pid", "block_size"} <= kb.stored_names(RELU_SOURCE)
-    assert "input_ptr" not in kb.stored_names(RELU_SOURCE)
-    args = kb.resolve_roles("triton", [t("input_ptr", (4, 6, 28, 28)), t("output_ptr", (4, 6, 28, 28))], RELU_SOURCE)
+    assert {"output_ptr", "offs", "pid", "block_size"} <= kernelmath.stored_names(RELU_SOURCE)
+    assert "input_ptr" not in kernelmath.stored_names(RELU_SOURCE)
+    args = kernelmath.resolve_roles("triton", [t("input_ptr", (4, 6, 28, 28)), t("output_ptr", (4, 6, 28, 28))], RELU_SOURCE)
     assert [a.role for a in args] == ["read", "write"]
     # a pointer computed first, then stored through
     src = "p = y_ptr + offs\ntl.store(p, x)\n"
-    assert "y_ptr" in kb.stored_names(src)
+    assert "y_ptr" in kernelmath.stored_names(src)
 
 
 def test_roles_stated_by_torch_win():
-    args = kb.resolve_roles("extern", [t("0", (8, 4)), t("1", (4, 2)), t("out", (8, 2), role="write")])
+    args = kernelmath.resolve_roles("extern", [t("0", (8, 4)), t("1", (4, 2)), t("out", (8, 2), role="write")])
     assert [a.role for a in args] == ["read", "read", "write"]
 
 
 def test_matmul_flops():
     a, b, out = t("0", (256, 128), "read"), t("1", (128, 64), "read"), t("out", (256, 64), "write")
-    assert kb.flops_of("extern", "mm", [a, b, out], {}) == (2 * 256 * 128 * 64, "f32")
-    assert kb.flops_of("extern", "mm", [a, b, out], {}, tf32=(True, True)) == (2 * 256 * 128 * 64, "tf32")
+    assert kernelmath.flops_of("extern", "mm", [a, b, out], {}) == (2 * 256 * 128 * 64, "f32")
+    assert kernelmath.flops_of("extern", "mm", [a, b, out], {}, tf32=(True, True)) == (2 * 256 * 128 * 64, "tf32")
     bias = t("0", (64,), "read")
     a1, b2 = t("1", (256, 128), "read"), t("2", (128, 64), "read")
-    assert kb.flops_of("extern", "addmm", [bias, a1, b2, out], {"alpha": 1, "beta": 1})[0] == 2 * 256 * 128 * 64
+    assert kernelmath.flops_of("extern", "addmm", [bias, a1, b2, out], {"alpha": 1, "beta": 1})[0] == 2 * 256 * 128 * 64
     x, y = t("0", (12, 64, 32), "read", "bf16", itemsize=2), t("1", (12, 32, 16), "read", "bf16", itemsize=2)
-    assert kb.flops_of("extern", "aten.bmm.default", [x, y], {}) == (2 * 12 * 64 * 32 * 16, "bf16")
+    assert kernelmath.flops_of("extern", "aten.bmm.default", [x, y], {}) == (2 * 12 * 64 * 32 * 16, "bf16")
     # an Inductor mm template names its operands arg_A / arg_B
     ta, tb = t("arg_A", (512, 256), "read"), t("arg_B", (256, 128), "read")
-    assert kb.flops_of("triton", "triton_tem_fused_mm_0", [ta, tb, t("out_ptr0", (512, 128), "write")], {})[0] == \
+    assert kernelmath.flops_of("triton", "triton_tem_fused_mm_0", [ta, tb, t("out_ptr0", (512, 128), "write")], {})[0] == \
         2 * 512 * 256 * 128
-    assert kb.flops_of("triton", "triton_poi_fused_relu_0", [t("in_ptr0", (8,), "read")], {}) == (0, "")
+    assert kernelmath.flops_of("triton", "triton_poi_fused_relu_0", [t("in_ptr0", (8,), "read")], {}) == (0, "")
 
 
 def test_convolution_flops_forward_transposed_and_backward():
     x, w = t("0", (4, 1, 28, 28), "read"), t("1", (6, 1, 5, 5), "read")
     out = t("return[0]", (4, 6, 28, 28), "write")
     per_output = 1 * 5 * 5
-    assert kb.flops_of("extern", "convolution", [x, w, out], {"transposed": False}, tf32=(False, True)) == \
+    assert kernelmath.flops_of("extern", "convolution", [x, w, out], {"transposed": False}, tf32=(False, True)) == \
         (2 * 4 * 6 * 28 * 28 * per_output, "tf32")
     # transposed: every input element meets Cout/groups × kernel weights
     wt = t("1", (6, 3, 2, 2), "read")
-    assert kb.flops_of("extern", "convolution", [t("0", (2, 6, 7, 7), "read"), wt, t("out", (2, 3, 14, 14), "write")],
+    assert kernelmath.flops_of("extern", "convolution", [t("0", (2, 6, 7, 7), "read"), wt, t("out", (2, 3, 14, 14), "write")],
                        {"transposed": True})[0] == 2 * (2 * 6 * 7 * 7) * (3 * 2 * 2)
     named = [t("grad_output", (4, 6, 28, 28), "read"), t("input", (4, 1, 28, 28), "read"), t("weight", (6, 1, 5, 5), "read")]
     fwd = 2 * 4 * 6 * 28 * 28 * per_output
-    assert kb.flops_of("extern", "aten.convolution_backward.default", named,
+    assert kernelmath.flops_of("extern", "aten.convolution_backward.default", named,
                        {"transposed": False, "output_mask": [True, True, False]})[0] == 2 * fwd
-    assert kb.flops_of("extern", "aten.convolution_backward.default", named,
+    assert kernelmath.flops_of("extern", "aten.convolution_backward.default", named,
                        {"transposed": False, "output_mask": [False, True, False]})[0] == fwd
 
 
@@ -119,37 +120,37 @@ def test_attention_flops():
     q, k, v = (t(n, (4, 4, 64, 16), "read") for n in ("query", "key", "value"))
     fwd = 2 * 16 * 64 * 64 * (16 + 16)
     name = "aten._scaled_dot_product_efficient_attention.default"
-    assert kb.flops_of("extern", name, [q, k, v], {"is_causal": False}) == (fwd, "f32")
-    assert kb.flops_of("extern", name, [q, k, v], {"is_causal": True})[0] == fwd // 2
-    assert kb.flops_of("extern", "aten._scaled_dot_product_efficient_attention_backward.default", [q, k, v],
+    assert kernelmath.flops_of("extern", name, [q, k, v], {"is_causal": False}) == (fwd, "f32")
+    assert kernelmath.flops_of("extern", name, [q, k, v], {"is_causal": True})[0] == fwd // 2
+    assert kernelmath.flops_of("extern", "aten._scaled_dot_product_efficient_attention_backward.default", [q, k, v],
                        {"is_causal": False})[0] == fwd * 5 // 2
 
 
 def test_roofline_memory_compute_and_latency():
     # 300 MB in 100 µs = 3000 GB/s: memory-bound, 90% of a 3333 GB/s roof
-    r = kb.roofline(100.0, 300_000_000, 0, 3333.0, 3000.0, 0.0)
+    r = kernelmath.roofline(100.0, 300_000_000, 0, 3333.0, 3000.0, 0.0)
     assert r["gb_per_s"] == 3000.0 and r["bound"] == "memory"
     assert r["pct_of_bandwidth"] == pytest.approx(90.0, abs=0.1) and r["pct_of_copy"] == 100.0
     assert r["pct_of_roofline"] == r["pct_of_bandwidth"]
     # an 8192³ bf16 matmul (1.1 TFLOP, 400 MB) in 2 ms: past the ridge point, so compute-bound
     flops = 2 * 8192**3
-    r = kb.roofline(2000.0, 3 * 8192 * 8192 * 2, flops, 3350.0, 3000.0, 989.5)
+    r = kernelmath.roofline(2000.0, 3 * 8192 * 8192 * 2, flops, 3350.0, 3000.0, 989.5)
     assert r["bound"] == "compute"
     assert r["tflop_per_s"] == pytest.approx(flops / 2e-3 / 1e12, rel=1e-3)
     assert r["pct_of_roofline"] == r["pct_of_compute"] == pytest.approx(100 * r["tflop_per_s"] / 989.5, abs=0.1)
     # 16 KiB cannot take 2 µs at 3 TB/s: bound by the fixed cost of a launch
-    assert kb.roofline(3.0, 16384, 0, 3350.0, 3000.0, 0.0)["bound"] == "latency"
-    assert kb.roofline(0.0, 16384, 0, 3350.0, 3000.0, 0.0)["gb_per_s"] == 0.0
+    assert kernelmath.roofline(3.0, 16384, 0, 3350.0, 3000.0, 0.0)["bound"] == "latency"
+    assert kernelmath.roofline(0.0, 16384, 0, 3350.0, 3000.0, 0.0)["gb_per_s"] == 0.0
 
 
 def test_peaks_from_properties_and_the_datasheets():
-    assert kb.theoretical_bandwidth(2_619_000, 5120) == pytest.approx(3352.3, abs=0.1)  # H100 SXM5
-    assert kb.datasheet("NVIDIA H100 80GB HBM3").label == "H100 SXM"
-    assert kb.datasheet("NVIDIA H100 PCIe").label == "H100 PCIe"
-    assert kb.datasheet("NVIDIA H200").label == "H200 SXM"
-    assert kb.datasheet("NVIDIA H200 NVL").label == "H200 NVL"
-    assert kb.datasheet("NVIDIA H200").compute["bf16"] == 989.5
-    assert kb.datasheet("NVIDIA A10G") is None
+    assert datasheets.theoretical_bandwidth(2_619_000, 5120) == pytest.approx(3352.3, abs=0.1)  # H100 SXM5
+    assert datasheets.datasheet("NVIDIA H100 80GB HBM3").label == "H100 SXM"
+    assert datasheets.datasheet("NVIDIA H100 PCIe").label == "H100 PCIe"
+    assert datasheets.datasheet("NVIDIA H200").label == "H200 SXM"
+    assert datasheets.datasheet("NVIDIA H200 NVL").label == "H200 NVL"
+    assert datasheets.datasheet("NVIDIA H200").compute["bf16"] == 989.5
+    assert datasheets.datasheet("NVIDIA A10G") is None
 
 
 # ----------------------------------------------------------------------------- matching launches to kernels
@@ -193,7 +194,7 @@ def test_launches_match_kernels_in_order_with_repeats_and_gaps():
         _launch("triton_per_fused_sum_0", "/c/bw.py", 2, us=40.0),  # matched by kernel names: its text differs
         _launch("triton_mystery_9", "/c/elsewhere.py", 3),
     ]
-    bench = kb.summarize(_report(), _measured(launches))
+    bench = roofline.summarize(_report(), _measured(launches))
     rows = [(k.compile_id, k.part, k.index, k.name) for k in bench.kernels]
     assert rows == [("0/0", "forward", 0, "mm"), ("0/0", "forward", 1, "triton_poi_fused_clone_0"),
                     ("0/0", "forward", 2, "relu_kernel_0"), ("0/0", "forward", 3, "triton_poi_fused_clone_0"),
@@ -217,14 +218,14 @@ def test_a_wrapper_called_twice_gives_two_runs_through_its_kernels():
     fw = "/c/fw.py"
     names = ["mm", "triton_poi_fused_clone_0", "relu_kernel_0", "triton_poi_fused_clone_0"]
     launches = [_launch(n, fw, 7, "extern" if n == "mm" else "triton") for n in names * 2]  # same frame id reused
-    bench = kb.summarize(_report(), _measured(launches))
+    bench = roofline.summarize(_report(), _measured(launches))
     fwd = [k for k in bench.kernels if k.part == "forward"]
     assert [k.index for k in fwd] == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]
     assert sum(1 for k in fwd if k.median_us > 0) == 8
 
 
 def test_no_launch_seen_is_said():
-    bench = kb.summarize(_report(), _measured([]))
+    bench = roofline.summarize(_report(), _measured([]))
     assert bench.kernels == () and any("no kernel launch was seen" in n for n in bench.notes)
 
 
@@ -232,7 +233,7 @@ def test_no_launch_seen_is_said():
 
 
 def hand_built_bench() -> KernelBench:
-    return kb.summarize(_report(), _measured([
+    return roofline.summarize(_report(), _measured([
         _launch("mm", "/c/fw.py", 1, "extern", 20.0, [t("0", (64, 32)), t("1", (32, 16)), t("out", (64, 16), "write")]),
         _launch("triton_poi_fused_clone_0", "/c/fw.py", 1, us=5.0),
         _launch("relu_kernel_0", "/c/fw.py", 1, us=350.0,
@@ -397,7 +398,7 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
     assert [(a.shape, a.role or "read") for a in rec.args] == [((32, 64), "read"), ((64, 16), "read"), ((32, 16), "write")]
     measured = _measured([rec])
     measured.wrappers = {rec.wrapper: Path(rec.wrapper).read_text()}
-    bench = kb.summarize(rep, measured)
+    bench = roofline.summarize(rep, measured)
     mm = bench.kernels[0]
     assert (mm.name, mm.part, mm.index, mm.flops) == ("mm", rep.stages.inductor.outputs[0].part, 0, 2 * 32 * 64 * 16)
     assert all(k.median_us == 0 and "C++" in k.note for k in bench.kernels[1:])
@@ -407,9 +408,9 @@ def test_the_measured_timing_overhead_is_subtracted():
     m = _measured([_launch("mm", "/c/fw.py", 1, "extern", 10.0, [t("0", (64, 32)), t("1", (32, 16)),
                                                                   t("out", (64, 16), "write")])])
     m.launch_overhead_us = 3.0
-    bench = kb.summarize(_report(), m)
+    bench = roofline.summarize(_report(), m)
     assert bench.kernels[0].median_us == pytest.approx(7.0) and bench.launch_overhead_us == 3.0
-    assert kb._less_overhead(0.002, 3.0) == 0.01  # never 0: 0 means "not timed"
+    assert kernelmath.less_overhead(0.002, 3.0) == 0.01  # never 0: 0 means "not timed"
 
 
 def test_runs_enqueued_after_the_gpu_hold_ended_are_dropped(monkeypatch):

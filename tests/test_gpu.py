@@ -125,8 +125,8 @@ def test_bench_kernel_times_agree_with_the_profiler(monkeypatch):
     """
     from torch.profiler import ProfilerActivity, profile
 
-    from tcinspect.analysis import roofline
     from tcinspect.capturing import gpu_timing
+    from tcinspect.parse import kernelmath
 
     original = gpu_timing.time_launch
     pairs = []
@@ -167,7 +167,7 @@ def test_bench_kernel_times_agree_with_the_profiler(monkeypatch):
         assert rep.bench is not None and any(k.median_us > 0 for k in rep.bench.kernels)
         floors.append(rep.bench.launch_overhead_us)
     print("timing overhead subtracted: " + ", ".join(f"{f:.2f} µs" for f in floors))
-    pairs = [(name, roofline._less_overhead(mine, floors[capture]), prof, detail, kernels)
+    pairs = [(name, kernelmath.less_overhead(mine, floors[capture]), prof, detail, kernels)
              for capture, name, mine, prof, detail, kernels in pairs]
     for name, mine, prof, detail, _ in pairs:
         print(f"{name:48} bench {mine:8.2f} µs  profiler {prof:8.2f} µs  {100 * (mine - prof) / prof:+6.1f}%  [{detail}]")

@@ -145,8 +145,8 @@ def _model(name):
 @GPU
 @pytest.mark.parametrize("name", ["block", "llama"])
 def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
-    from tcinspect.analysis import roofline
     from tcinspect.capturing import engine
+    from tcinspect.parse import roofline
     from tcinspect.report import Options
 
     model, inputs, _ = _model(name)

@@ -13,10 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from tcinspect.analysis import roofline
 from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, shapespec, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
-from tcinspect.parse import assemble, cudagraphs, inductor, provenance, shapes
+from tcinspect.parse import assemble, cudagraphs, inductor, provenance, roofline, shapes
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events

@@ -12,8 +12,9 @@ starts. Replaying the launch the
 model really made times every kind of kernel the same way: generated and user Triton kernels, and
 the extern ``mm``/``addmm``/``bmm``/``convolution`` and ``torch.ops.aten`` calls.
 
-The arithmetic (bytes, FLOPs, the roofline, matching launches to the report's kernels) is
-tcinspect.analysis.roofline; this module measures, and imports torch inside its functions.
+What it measures is tcinspect.parse.measured; the arithmetic (bytes, FLOPs, the roofline) is
+tcinspect.parse.kernelmath, matching launches to the report's kernels tcinspect.parse.roofline; this
+module measures, and imports torch inside its functions.
 """
 
 from __future__ import annotations
@@ -26,21 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from tcinspect.analysis.roofline import (
-    BURST,
-    IN_STEP_STEPS,
-    IN_STEP_WARMUP,
-    WARMUP,
-    Arg,
-    Launch,
-    Measured,
-    _less_overhead,
-    compute_dtypes,
-    datasheet,
-    theoretical_bandwidth,
-)
+from tcinspect.capturing.datasheets import datasheet, theoretical_bandwidth
 from tcinspect.capturing.modelfile import Call
 from tcinspect.errors import DeviceError, UsageError
+from tcinspect.parse.kernelmath import compute_dtypes, less_overhead
+from tcinspect.parse.measured import BURST, IN_STEP_STEPS, IN_STEP_WARMUP, WARMUP, Arg, Launch, Measured
 from tcinspect.report import BenchRequest, CompileOptions, EndToEnd, Peak
 
 # ----------------------------------------------------------------------------- measuring (torch)
@@ -251,7 +242,7 @@ def _copy_bandwidth(device: Any, runs: int, overhead_us: float = 0.0) -> tuple[f
     nbytes = min(max(1 << 30, 16 * props.L2_cache_size), free // 4) // 16 * 16
     best = _copy_times(device, nbytes, runs)  # its two buffers are freed when it returns
     how, ms = min(best.items(), key=lambda x: x[1])  # a roof is the best the device did
-    us = _less_overhead(ms, overhead_us)
+    us = less_overhead(ms, overhead_us)
     return (round(2 * nbytes / (us / 1e6) / 1e9, 1),
             f"measured: {nbytes >> 20} MiB device-to-device copy by {how} (read + write), best of {runs}")
 
@@ -283,7 +274,7 @@ def _matmul_peak(device: Any, dtype: str, runs: int, overhead_us: float = 0.0) -
         times = time_launch(lambda: torch.mm(a, b), runs)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
-    return round(2 * n**3 / (_less_overhead(min(times), overhead_us) / 1e6) / 1e12, 1)
+    return round(2 * n**3 / (less_overhead(min(times), overhead_us) / 1e6) / 1e12, 1)
 
 
 def device_peaks(device: Any, dtypes: Iterable[str], runs: int = 20,
