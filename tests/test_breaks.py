@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import MODELS, SAMPLES, cli
-from tcinspect.analysis.views import breaks_document, distinct_breaks
+from tcinspect.analysis.breaks import breaks_document, distinct_breaks
 from tcinspect.capturing.engine import capture_file
 from tcinspect.report import Options
 

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import DATA, SAMPLES, cli
 from tcinspect import serialize
-from tcinspect.analysis.views import codegen_document, find_kernels, fusion_summary
+from tcinspect.analysis.codegen import codegen_document, fusion_summary
+from tcinspect.analysis.kernels import find_kernels
 from tcinspect.parse import assemble, events
 from tcinspect.report import Report, Target
 

@@ -103,7 +103,8 @@ def test_in_place_operators_are_nodes_of_the_graph(conformance):
 def test_every_view_gives_the_same_counts(conformance, name):
     from tcinspect import serialize
     from tcinspect.analysis import checks
-    from tcinspect.analysis.views import breaks_document, guards_document
+    from tcinspect.analysis.breaks import breaks_document
+    from tcinspect.analysis.guards import guards_document
     from tcinspect.render import html
 
     rep = conformance(name).report

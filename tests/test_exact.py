@@ -120,7 +120,7 @@ def _text(renderable) -> str:
 
 def test_every_view_marks_the_failed_graphs_with_torchs_error():
     from tcinspect import serialize
-    from tcinspect.analysis.views import breaks_document
+    from tcinspect.analysis.breaks import breaks_document
     from tcinspect.render import breaks, html, table
 
     rep, _ = longformer()

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from conftest import MODELS
-from tcinspect.analysis.views import guard_kinds, guards_document
+from tcinspect.analysis.guards import guard_kinds, guards_document
 from tcinspect.parse.breaks import parse_break
 from tcinspect.parse.guards import failed_guard, suggest_recompile_fix
 from tcinspect.render.guards import guards as guards_view

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import MODELS, SAMPLES
-from tcinspect.analysis.views import guard_checks, guards_document
+from tcinspect.analysis.guards import guard_checks, guards_document
 from tcinspect.capturing.engine import capture_file
 from tcinspect.cli import main
 from tcinspect.parse.guards import suggest_recompile_fix

@@ -318,7 +318,7 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     provenance.add_event(st, provenance.NODE_MAPPINGS, damage)
     assert st.malformed == [provenance.NODE_MAPPINGS]
     # counted in the report's parse section and said in one line
-    from tcinspect.analysis.views import parse_warning
+    from tcinspect.analysis.parse_health import parse_warning
     from tcinspect.parse.events import parse_health
     from tcinspect.report import Report
 

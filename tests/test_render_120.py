@@ -13,7 +13,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from tcinspect.analysis.views import breaks_document
+from tcinspect.analysis.breaks import breaks_document
 from tcinspect.parse.breaks import parse_break
 from tcinspect.render import breaks as breaks_view
 from tcinspect.render import codegen, html, table

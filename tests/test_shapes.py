@@ -214,7 +214,7 @@ def test_malformed_shape_event_is_counted_not_fatal():
                              torch_version="2.13.0")
     assert len(rep.shapes.specializations) == 1
     assert [(c.name, c.count) for c in rep.parse.artifacts_not_understood] == [("symbolic_shape_specialization", 1)]
-    from tcinspect.analysis.views import parse_warning
+    from tcinspect.analysis.parse_health import parse_warning
 
     assert "symbolic_shape_specialization" in parse_warning(rep)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.checks import Limits, check_limits
-from tcinspect.analysis.views import distinct_breaks
 from tcinspect.report import Options, Report
 
 

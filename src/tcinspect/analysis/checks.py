@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import yaml
 
+from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.divergence import (
     INFORMATIONAL_ASPECTS,
     TELLING_ASPECTS,
@@ -20,7 +21,6 @@ from tcinspect.analysis.divergence import (
     divergences,
     first_compile,
 )
-from tcinspect.analysis.views import distinct_breaks
 from tcinspect.errors import ReportFormatError, UsageError
 from tcinspect.report import OK, GraphBreak, Report
 

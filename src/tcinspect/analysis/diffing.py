@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcinspect.analysis import caches
+from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.checks import BreakKey
-from tcinspect.analysis.views import distinct_breaks
 from tcinspect.report import Report
 
 _COUNTS = ("graphs", "graph_breaks", "distinct_graph_breaks", "recompiles", "guards", "aot_graphs", "kernels")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from tcinspect.analysis import divergence
-from tcinspect.analysis.views import breaks_document, fullgraph_ok
+from tcinspect.analysis.breaks import breaks_document, fullgraph_ok
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
 from tcinspect.errors import ExitCode

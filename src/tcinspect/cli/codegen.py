@@ -10,22 +10,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from tcinspect.analysis.views import (
-    BENCH_SORTS,
-    bench_document,
-    bench_rows,
-    codegen_document,
-    find_kernels,
-    kernel_time_share,
-    kernels_of_line,
-    kernels_of_module,
-    nearest_kernel_names,
-)
+from tcinspect.analysis.bench import BENCH_SORTS, bench_rows, kernel_time_share
+from tcinspect.analysis.codegen import codegen_document
+from tcinspect.analysis.kernels import find_kernels, kernels_of_line, kernels_of_module, nearest_kernel_names
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
 from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
+from tcinspect.render.bench import bench_document
 from tcinspect.report import NOT_RUN, BenchRequest, CompileOptions, Report
 
 KernelOpt = Annotated[Optional[str], typer.Option(

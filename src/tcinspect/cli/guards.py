@@ -42,7 +42,7 @@ def guards(
     from dataclasses import replace
 
     from tcinspect.analysis import divergence
-    from tcinspect.analysis.views import guards_document
+    from tcinspect.analysis.guards import guards_document
     from tcinspect.render import guards as render
     from tcinspect.render import ranks
 

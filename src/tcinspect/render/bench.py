@@ -1,4 +1,5 @@
-"""Report -> the `codegen --bench` view: every kernel's time on the roofline, the peaks, end to end.
+"""Report -> the `codegen --bench` view: every kernel's time on the roofline, the peaks, end to end; and its
+YAML/JSON document.
 
 Pure: never prints, never imports torch.
 """
@@ -6,12 +7,14 @@ Pure: never prints, never imports torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis.bench import bench_rows
 from tcinspect.report import KernelTiming, Peak, Report, StepProfile
 
 BAR_WIDTH = 8
@@ -184,3 +187,37 @@ def step_view(st: StepProfile) -> list[RenderableType]:
             out.append(Text(f"  in-step GPU time {label}: " + ", ".join(
                 f"{x.key.rsplit('/', 1)[-1]} {x.pct:.0f}%" for x in items[:6]), style="dim"))
     return out
+
+
+#: The units of the kernel benchmark's numbers, written beside them in YAML/JSON.
+BENCH_UNITS = {
+    "median_us": "microseconds (GPU time, median of `runs`)", "min_us": "microseconds",
+    "bytes_read": "bytes", "bytes_written": "bytes", "flops": "floating-point operations",
+    "gb_per_s": "GB/s (1e9 bytes per second)", "tflop_per_s": "TFLOP/s (1e12 FLOP per second)",
+    "pct_of_bandwidth": "percent of the theoretical memory bandwidth",
+    "pct_of_copy": "percent of the measured copy bandwidth", "pct_of_compute": "percent of the dtype's compute peak",
+    "pct_of_roofline": "percent of the roof at the kernel's arithmetic intensity",
+    "share": "percent of the summed kernel time", "eager_ms": "milliseconds per call",
+    "compiled_ms": "milliseconds per call", "total_us": "microseconds",
+    "launch_overhead_us": "microseconds (subtracted from every median_us and min_us)",
+    "in_step_us": "microseconds (GPU time in the real step under torch.profiler, median over the profiled steps)",
+    "wall_us": "microseconds per step", "gpu_busy_us": "microseconds per step", "gpu_busy_pct": "percent of wall_us",
+    "cpu_between_launches_us": "microseconds (median CPU time between kernel launch calls)",
+    "idle_us": "microseconds", "in_graph_us": "microseconds", "outside_us": "microseconds",
+}
+
+
+def bench_document(rep: Report, sort: str = "time") -> dict[str, Any]:
+    """`codegen --bench`'s YAML/JSON: the device, its peaks, every kernel's numbers with units, end to end."""
+    from tcinspect.serialize import _plain
+
+    b = rep.bench
+    assert b is not None
+    return {
+        "torch_version": rep.torch_version, "device": rep.device, "device_name": b.device_name,
+        "target": rep.target.path or rep.target.model_name, "runs": b.runs, "method": b.method, "units": BENCH_UNITS,
+        "peaks": _plain(b.peaks), "end_to_end": _plain(b.end_to_end), "total_us": b.total_us,
+        "launch_overhead_us": b.launch_overhead_us, "sort": sort,
+        **({"step": _plain(b.step)} if b.step is not None else {}),
+        "kernels": [{"launch": n, **_plain(k)} for n, k in bench_rows(rep, sort)], "notes": list(b.notes),
+    }

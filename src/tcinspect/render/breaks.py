@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.views import distinct_breaks, fullgraph_ok, ops_per_graph
+from tcinspect.analysis.breaks import distinct_breaks, fullgraph_ok, ops_per_graph
 from tcinspect.render.parts import library_path, plural
 from tcinspect.render.table import backend_failures_table
 from tcinspect.report import Report

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.views import fusion_summary
+from tcinspect.analysis.codegen import fusion_summary
 from tcinspect.render.parts import code_panel
 from tcinspect.render.table import ROW_LIMIT as ROW_LIMIT  # re-exported: the CLI's default row limit
 from tcinspect.render.table import compact_lines, kernel_table

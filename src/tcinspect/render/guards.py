@@ -8,7 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.views import frames, guard_checks, guard_kinds
+from tcinspect.analysis.frames import frames
+from tcinspect.analysis.guards import guard_checks, guard_kinds
 from tcinspect.render import guardcost
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph

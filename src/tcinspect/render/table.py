@@ -12,7 +12,8 @@ from rich.text import Text
 
 from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.collectives import of_stages
-from tcinspect.analysis.views import guard_kinds, parse_warning
+from tcinspect.analysis.guards import guard_kinds
+from tcinspect.analysis.parse_health import parse_warning
 from tcinspect.render.collectives import collectives as collectives_view
 from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
 from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
@@ -171,7 +172,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = None) ->
 
 
 def _guards_without_graph(rep: Report) -> list[RenderableType]:
-    from tcinspect.analysis.views import guards_without_graph
+    from tcinspect.analysis.frames import guards_without_graph
 
     without = guards_without_graph(rep)
     if not without:
