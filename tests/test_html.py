@@ -23,7 +23,8 @@ import pytest
 
 from conftest import ROOT, cli
 from tcinspect import serialize
-from tcinspect.render import html, svg
+from tcinspect.render import dot as graphviz
+from tcinspect.render import html, layered, picture
 from tcinspect.report import (
     AotGraphs,
     AotStage,
@@ -124,7 +125,7 @@ def chain_report(nodes: int, graphs: int = 1) -> Report:
 
 def node_line(dot: str, name: str) -> str:
     """The DOT statement of the node whose label starts with ``name``."""
-    lines = [ln for ln in dot.splitlines() if f"label=<<B>{svg.label_text(name)}</B>" in ln]
+    lines = [ln for ln in dot.splitlines() if f"label=<<B>{graphviz.label_text(name)}</B>" in ln]
     assert len(lines) == 1, (name, lines)
     return lines[0]
 
@@ -159,14 +160,14 @@ def test_names_and_texts_are_escaped():
     assert html._e(EVIL) in page
     assert "&lt;b&gt;&amp;&lt;/b&gt;" in page  # the break's source line
     assert "&amp; &lt;cannot&gt; be traced" in page
-    dot = svg.dot_source(svg.pictures(hand_report())).text
+    dot = graphviz.dot_source(picture.pictures(hand_report())).text
     assert EVIL not in dot and "&lt;script&gt;alert(1)&lt;/script&gt;" in dot
 
 
 def test_label_text_escapes_html_and_dot():
-    assert svg.label_text('a<b>&"c') == "a&lt;b&gt;&amp;&quot;c"
-    assert svg.label_text("\\N x\\") == "\\\\N x\\\\"  # dot would print the node's name for \N
-    assert svg.label_text("x" * 100, 10) == "x" * 9 + "…"
+    assert graphviz.label_text('a<b>&"c') == "a&lt;b&gt;&amp;&quot;c"
+    assert graphviz.label_text("\\N x\\") == "\\\\N x\\\\"  # dot would print the node's name for \N
+    assert graphviz.label_text("x" * 100, 10) == "x" * 9 + "…"
 
 
 @needs_dot
@@ -175,14 +176,14 @@ def test_hostile_labels_lay_out():
     nodes = rep.stages.dynamo.graphs[0].graph.nodes
     odd = (*nodes[:2], Node("call_function", 'q"uote\\N\\', "back\\slash", "l_x_", "f32", ("8",)), *nodes[2:])
     graph = Graph("dynamo_output_graph", "", odd)
-    pic = svg.Picture("0/0", 'title "with" <odd> \\G', graph)
-    out = svg.run_dot(svg.dot_source([pic]).text)
+    pic = picture.Picture("0/0", 'title "with" <odd> \\G', graph)
+    out = graphviz.run_dot(graphviz.dot_source([pic]).text)
     assert "q&quot;uote\\N\\" in out and "back\\slash" in out and "&lt;odd&gt; \\G" in out
 
 
 def test_kernels_colour_the_nodes_they_fused():
     rep = hand_report()
-    pics = {p.key: p for p in svg.pictures(rep)}
+    pics = {p.key: p for p in picture.pictures(rep)}
     post = pics["0_forward"]
     assert {k: v.name for k, v in post.kernels.items()} == {
         "mm": "mm", "relu": "cpp_fused_mul_relu_0", "mul": "cpp_fused_mul_relu_0", "sum_1": "cpp_fused_sum_1"}
@@ -190,14 +191,14 @@ def test_kernels_colour_the_nodes_they_fused():
     assert {k: v.name for k, v in pics["0/0"].kernels.items()} == {
         "mm": "mm", "relu": "cpp_fused_mul_relu_0", EVIL: "cpp_fused_mul_relu_0"}
 
-    dot = svg.dot_source([post]).text
+    dot = graphviz.dot_source([post]).text
     relu, mul, total, mm = (node_line(dot, n) for n in ("relu", "mul", "sum_1", "mm"))
-    assert attr(relu, "fillcolor") == attr(mul, "fillcolor") == svg.PALETTE[0]
-    assert attr(total, "fillcolor") == svg.PALETTE[1] != attr(relu, "fillcolor")
-    assert attr(mm, "fillcolor") == svg.EXTERN_FILL and attr(mm, "peripheries") == "2"
+    assert attr(relu, "fillcolor") == attr(mul, "fillcolor") == picture.PALETTE[0]
+    assert attr(total, "fillcolor") == picture.PALETTE[1] != attr(relu, "fillcolor")
+    assert attr(mm, "fillcolor") == picture.EXTERN_FILL and attr(mm, "peripheries") == "2"
     assert attr(relu, "shape") == "box" and "peripheries" not in relu
     inputs = node_line(dot, "primals_1")
-    assert attr(inputs, "shape") == svg.SHAPES["placeholder"][0] == "invhouse"
+    assert attr(inputs, "shape") == picture.SHAPES["placeholder"][0] == "invhouse"
     assert attr(node_line(dot, "output"), "shape") == "house"
     assert len({attr(x, "shape") + attr(x, "peripheries") + attr(x, "style") for x in (relu, mm, inputs)}) == 3
     # the legend names every kernel
@@ -205,7 +206,7 @@ def test_kernels_colour_the_nodes_they_fused():
 
 
 def test_graph_breaks_are_drawn_between_graphs():
-    dot = svg.dot_source(svg.pictures(hand_report())).text
+    dot = graphviz.dot_source(picture.pictures(hand_report())).text
     brk = [ln for ln in dot.splitlines() if "graph break" in ln and "octagon" in ln]
     assert len(brk) == 1
     assert "Failed to trace builtin operator (GB0059)" in brk[0] and "model.py:6 in forward" in brk[0]
@@ -216,20 +217,20 @@ def test_graph_breaks_are_drawn_between_graphs():
 
 
 def test_large_graphs_are_cut_and_say_so(monkeypatch):
-    rep = chain_report(svg.MAX_GRAPH_NODES + 500)
-    d = svg.dot_source(svg.pictures(rep))
-    assert d.drawn == svg.MAX_GRAPH_NODES
-    assert d.notes and f"first {svg.MAX_GRAPH_NODES:,} of {svg.MAX_GRAPH_NODES + 500:,}" in d.notes[0]
+    rep = chain_report(graphviz.MAX_GRAPH_NODES + 500)
+    d = graphviz.dot_source(picture.pictures(rep))
+    assert d.drawn == graphviz.MAX_GRAPH_NODES
+    assert d.notes and f"first {graphviz.MAX_GRAPH_NODES:,} of {graphviz.MAX_GRAPH_NODES + 500:,}" in d.notes[0]
     assert "more nodes not drawn" in d.text
     # one picture holds at most MAX_PICTURE_NODES: the graphs past it are named, not drawn
-    d = svg.dot_source(svg.pictures(chain_report(svg.MAX_PICTURE_NODES // 2, 3)))
-    assert d.drawn == svg.MAX_PICTURE_NODES and len(d.notes) == 1 and "2/0" in d.notes[0]
+    d = graphviz.dot_source(picture.pictures(chain_report(graphviz.MAX_PICTURE_NODES // 2, 3)))
+    assert d.drawn == graphviz.MAX_PICTURE_NODES and len(d.notes) == 1 and "2/0" in d.notes[0]
     assert "not drawn" in d.notes[0] and "g2_skipped" in d.text and "g2_n0" not in d.text
     # a page draws at most MAX_PAGE_NODES in all; graphs past DOT_NODES are laid out without dot
     laid_out = []
-    monkeypatch.setattr(svg, "run_dot", lambda text, timeout=0: laid_out.append(text) or "<svg></svg>")
-    graphs = html.MAX_PAGE_NODES // svg.LAYERED_MAX_NODES + 1
-    page = html.render(chain_report(svg.LAYERED_MAX_NODES + 500, graphs))
+    monkeypatch.setattr(graphviz, "run_dot", lambda text, timeout=0: laid_out.append(text) or "<svg></svg>")
+    graphs = html.MAX_PAGE_NODES // layered.LAYERED_MAX_NODES + 1
+    page = html.render(chain_report(layered.LAYERED_MAX_NODES + 500, graphs))
     assert not laid_out and "Cut short" in page
     assert page.count("Not drawn: this page draws at most") == 1
     assert "--format svg --graph" in page
@@ -240,7 +241,7 @@ def test_page_without_graphviz_is_drawn_by_the_own_layout_and_says_so(monkeypatc
     page = html.render(hand_report())
     assert "Drawn by tcinspect's own layered layout: Graphviz's <code>dot</code> was not found" in page
     assert "apt-get install graphviz" in page
-    assert page.count("<svg") == len(svg.pictures(hand_report())) > 0
+    assert page.count("<svg") == len(picture.pictures(hand_report())) > 0
     assert "cpp_fused_mul_relu_0" in page  # everything else is still there
 
 
@@ -266,7 +267,7 @@ def test_tiny_page_lists_every_kernel_and_the_summary(tiny_report):
     assert cards["recompiles"] == str(s.recompiles) and cards["aot_graphs"] == str(s.aot_graphs)
     # extern kernels claim the node of their own op
     for o in tiny_report.stages.inductor.outputs:
-        refs = svg.post_grad_kernels(o)
+        refs = picture.post_grad_kernels(o)
         nodes = {n.name: n for n in o.post_grad_graph.nodes}
         for name, ref in refs.items():
             if ref.extern:
@@ -297,8 +298,8 @@ def test_cli_svg(tmp_path, capsys):
     assert code == 0 and "(svg)" in err
     text = out_file.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text and 'xmlns="http://www.w3.org/2000/svg"' in text
-    assert f'fill="{svg.PALETTE[0]}"' in text and f'fill="{svg.EXTERN_FILL}"' in text
-    assert f'fill="{svg.BREAK_FILL}"' in text and "cluster_1" in text
+    assert f'fill="{picture.PALETTE[0]}"' in text and f'fill="{picture.EXTERN_FILL}"' in text
+    assert f'fill="{picture.BREAK_FILL}"' in text and "cluster_1" in text
     code, out, _ = cli(capsys, "trace", str(saved), "--format", "svg", "--graph", "0_forward")
     assert code == 0 and "cluster_0" in out and "cluster_1" not in out and "inductor_post_grad_graph" in out
     code, _, err = cli(capsys, "trace", str(saved), "--format", "svg", "--graph", "9/9")
@@ -377,7 +378,7 @@ def test_tiny_page_in_the_browser(browser, tiny_report, tmp_path):
         assert page.get_by_text(name, exact=True).first.is_visible()
     if shutil.which("dot"):
         pictures = page.locator(".svg svg")
-        assert pictures.count() == len(svg.pictures(tiny_report))
+        assert pictures.count() == len(picture.pictures(tiny_report))
         box = pictures.first.bounding_box()
         assert box and box["width"] > 100 and box["height"] > 100
     # a kernel's name links to its code, which opens
@@ -414,7 +415,7 @@ def test_breaks_page_in_the_browser(browser, breaks_report, tmp_path):
     assert len(hits) == s.distinct_graph_breaks and any("print(" in h for h in hits)
     assert opened.page.locator("#dynamo .breaknote").count() == s.graph_breaks
     if shutil.which("dot"):
-        octagons = opened.page.locator(f'#dynamo svg g.node polygon[fill="{svg.BREAK_FILL}"]')
+        octagons = opened.page.locator(f'#dynamo svg g.node polygon[fill="{picture.BREAK_FILL}"]')
         assert octagons.count() == s.graph_breaks
     assert opened.errors == [] and opened.requests == [opened.url]
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tcinspect import cache, serialize
+from tcinspect import cache, errors, serialize
 from tcinspect.errors import ReportFormatError
-from tcinspect.render import html, svg
+from tcinspect.render import dot as graphviz
+from tcinspect.render import html, layered, picture, svg
 from tcinspect.report import Report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -190,9 +191,9 @@ def _svg_nodes(text: str) -> list[ET.Element]:
 
 
 def test_layered_draws_every_node_and_edge_of_a_large_graph(llm):
-    pic = next(p for p in svg.pictures(llm) if p.key == "0_backward")
+    pic = next(p for p in picture.pictures(llm) if p.key == "0_backward")
     assert len(pic.graph.nodes) > svg.DOT_NODES
-    text, drawn, note = svg.layered(pic)
+    text, drawn, note = layered.layered(pic)
     assert drawn == len(pic.graph.nodes) and not note
     nodes = _svg_nodes(text)
     assert len(nodes) == drawn
@@ -200,11 +201,11 @@ def test_layered_draws_every_node_and_edge_of_a_large_graph(llm):
     names: set[str] = set()
     edges = 0
     for n in pic.graph.nodes:
-        edges += len(set(t for t in svg._NAME.findall(n.args) if t in names))
+        edges += len(set(t for t in picture.NODE_NAME.findall(n.args) if t in names))
         names.add(n.name)
     assert text.count("C") - text.count("Cut") >= edges > len(pic.graph.nodes)
     # kernels colour the nodes they fused, as in the Graphviz drawing
-    coloured = [g for g in nodes if g.find("{http://www.w3.org/2000/svg}rect").get("fill") in svg.PALETTE]
+    coloured = [g for g in nodes if g.find("{http://www.w3.org/2000/svg}rect").get("fill") in picture.PALETTE]
     assert len(coloured) >= sum(1 for k in next(o for o in llm.stages.inductor.outputs if o.part == "backward").kernels
                                 if k.kind != "extern")
 
@@ -212,8 +213,8 @@ def test_layered_draws_every_node_and_edge_of_a_large_graph(llm):
 def test_layered_cuts_with_a_marker_past_its_limit():
     from tests.test_html import chain_report
 
-    pic = svg.pictures(chain_report(3000))[0]
-    text, drawn, note = svg.layered(pic, limit=1000)
+    pic = picture.pictures(chain_report(3000))[0]
+    text, drawn, note = layered.layered(pic, limit=1000)
     assert drawn == 1000 and len(_svg_nodes(text)) == 1000
     assert "2,000 more nodes not drawn" in text and "first 1,000 of 3,000" in note
 
@@ -222,25 +223,25 @@ def test_standalone_svg_of_a_large_graph_needs_no_graphviz(llm, monkeypatch, tmp
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot: large graphs never needed it
     text = svg.svg(llm, ["0_backward"])
     assert text.startswith("<?xml") and len(_svg_nodes(text)) == len(
-        next(p for p in svg.pictures(llm) if p.key == "0_backward").graph.nodes)
+        next(p for p in picture.pictures(llm) if p.key == "0_backward").graph.nodes)
 
 
 def test_a_layout_dot_cannot_finish_in_time_is_drawn_anyway(monkeypatch):
     from tests.test_html import hand_report
 
     def slow(text, timeout=0):
-        raise svg.GraphvizTimeout("Graphviz's `dot` took longer than 1 s to lay the graph out", "")
+        raise errors.GraphvizTimeout("Graphviz's `dot` took longer than 1 s to lay the graph out", "")
 
-    monkeypatch.setattr(svg, "run_dot", slow)
+    monkeypatch.setattr(graphviz, "run_dot", slow)
     page = html.render(hand_report())
     assert "laid out by tcinspect" in page and "Not drawn" not in page
     assert "laid out by tcinspect" in svg.svg(hand_report())
 
 
 def test_page_of_a_large_report_draws_every_graph(llm, monkeypatch):
-    monkeypatch.setattr(svg, "run_dot", lambda text, timeout=0: pytest.fail("large graphs never go to dot"))
-    big = [p for p in svg.pictures(llm) if len(p.graph.nodes) > svg.DOT_NODES]
-    assert len(big) == len(svg.pictures(llm)) == 3
+    monkeypatch.setattr(graphviz, "run_dot", lambda text, timeout=0: pytest.fail("large graphs never go to dot"))
+    big = [p for p in picture.pictures(llm) if len(p.graph.nodes) > svg.DOT_NODES]
+    assert len(big) == len(picture.pictures(llm)) == 3
     ticks: list[tuple[int, int]] = []
     page = html.render(llm, lambda done, total: ticks.append((done, total)))
     assert page.count("laid out by tcinspect") == 3 and "Not drawn" not in page and "Cut short" not in page

@@ -97,3 +97,11 @@ class ReportFailedError(TcinspectError):
         super().__init__(cause, fix)
         self.kind = kind
         self.exit_code = exit_code_for(kind)
+
+
+class GraphvizError(UsageError):
+    """Graphviz's ``dot`` is missing or could not lay a graph out."""
+
+
+class GraphvizTimeout(GraphvizError):
+    """``dot`` did not finish in time: the caller lays the graph out itself (``layered``)."""

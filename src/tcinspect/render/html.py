@@ -17,8 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from tcinspect.analysis import views
-from tcinspect.render import svg
+from tcinspect.analysis.breaks import distinct_breaks
+from tcinspect.analysis.codegen import fusion_summary
+from tcinspect.errors import GraphvizError, GraphvizTimeout
+from tcinspect.render import dot
+from tcinspect.render.layered import LAYERED_MAX_NODES, layered
+from tcinspect.render.picture import KernelRef, Picture, kernel_refs, pictures
+from tcinspect.render.svg import DOT_NODES, inline
 from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
 from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Guard, Node, OutputCode, Report, guards_per_compile
 
@@ -27,8 +32,8 @@ from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Guard, Node
 OPEN_ROWS = 200
 OPEN_PICTURE_NODES = 150
 #: Nodes drawn on one page in all. Each graph is laid out alone, in parallel, so a page affords
-#: more than one standalone picture (``svg.MAX_PICTURE_NODES``); large graphs are drawn by
-#: ``svg.layered``, and every picture above OPEN_PICTURE_NODES stays inert text until opened.
+#: more than one standalone picture (``dot.MAX_PICTURE_NODES``); large graphs are drawn by
+#: ``layered.layered``, and every picture above OPEN_PICTURE_NODES stays inert text until opened.
 MAX_PAGE_NODES = 12000
 #: Bodies of closed blocks larger than this many bytes are inserted only when opened.
 LAZY_BYTES = 4_000
@@ -84,7 +89,7 @@ def _fold(summary: str, body: str, open_: bool, cls: str, anchor: str = "") -> s
     return f'<details class="{cls}"{ident}{_open(open_)}><summary>{summary}</summary>{body}</details>'
 
 
-def _swatch(ref: Optional[svg.KernelRef]) -> str:
+def _swatch(ref: Optional[KernelRef]) -> str:
     if ref is None:
         return ""
     css = "sw ext" if ref.extern else "sw"
@@ -98,7 +103,7 @@ class _Page:
         self.rep = rep
         self.highlight_left = HIGHLIGHT_CHARS
         self.plain_code = 0
-        self.pictures = {p.key: p for p in svg.pictures(rep)}
+        self.pictures = {p.key: p for p in pictures(rep)}
         self.svgs = _draw(list(self.pictures.values()), progress)
 
     # ------------------------------------------------------------------ pieces
@@ -129,7 +134,7 @@ class _Page:
             body += f'{_legend(pic)}<div class="svg">{drawing}</div>'
         return _fold(f"picture · {n:,} nodes", body, n <= OPEN_PICTURE_NODES, "picture")
 
-    def nodes(self, graph: Graph, kernels: Mapping[str, svg.KernelRef] = {}, label: str = "nodes") -> str:
+    def nodes(self, graph: Graph, kernels: Mapping[str, KernelRef] = {}, label: str = "nodes") -> str:
         saved = set(graph.saved_for_backward)
         head = "<tr><th>#<th>op<th>name<th>target<th>args<th>tensor<th>source" + ("<th>kernel" if kernels else "")
         rows = []
@@ -263,7 +268,7 @@ class _Page:
         return "".join(parts)
 
     def breaks(self) -> str:
-        items = views.distinct_breaks(self.rep)
+        items = distinct_breaks(self.rep)
         parts = [f'<section id="breaks"><h2>Graph breaks · {self.rep.summary.graph_breaks}</h2>']
         failures = self.rep.stages.dynamo.backend_failures
         if failures:  # not graph breaks: frames Dynamo ran eagerly after the backend failed on their graph
@@ -334,9 +339,9 @@ class _Page:
         return "".join(parts)
 
     def output(self, o: OutputCode, many: bool) -> str:
-        f = views.fusion_summary(o)
+        f = fusion_summary(o)
         key = o.aot_id or f"{o.compile_id} {o.part}"
-        refs = svg.kernel_refs(o)
+        refs = kernel_refs(o)
         cache = f" · FX graph cache {o.cache}" if o.cache else ""
         anchor = f"out-{_slug(key)}"
         parts = [f'<details class="graph" id="{anchor}"{_open(not many)}><summary><span class="art">'
@@ -430,7 +435,7 @@ def _guard_cost(rep: Report) -> str:
     return "".join(out)
 
 
-def _legend(pic: svg.Picture) -> str:
+def _legend(pic: Picture) -> str:
     refs = sorted({r.index: r for r in pic.kernels.values()}.values(), key=lambda r: r.index)
     keys = "".join(f'<li>{_swatch(r)}{"extern " if r.extern else ""}{_e(r.name)}</li>' for r in refs)
     shapes = '<li><span class="sw in"></span>graph input</li>'
@@ -442,16 +447,16 @@ def _legend(pic: svg.Picture) -> str:
     return f'<ul class="legend">{keys}{shapes}</ul>'
 
 
-def _draw(pics: Sequence[svg.Picture], progress: Optional[Callable[[int, int], None]] = None
+def _draw(pics: Sequence[Picture], progress: Optional[Callable[[int, int], None]] = None
           ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Each picture's inline SVG and notes, within the page's node budget.
 
     Graphs of up to ``svg.DOT_NODES`` nodes go to Graphviz (in parallel, each for at most
-    ``svg.DOT_FALLBACK_S``); larger ones, and any dot did not finish in time, are laid out by
-    ``svg.layered``, linear in their size: a page is written in bounded time, never an error.
+    ``dot.DOT_FALLBACK_S``); larger ones, and any dot did not finish in time, are laid out by
+    ``layered.layered``, linear in their size: a page is written in bounded time, never an error.
     ``progress(done, total)`` is called as pictures are finished.
     """
-    jobs: list[tuple[svg.Picture, str]] = []
+    jobs: list[tuple[Picture, str]] = []
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
     left = MAX_PAGE_NODES
     done = 0
@@ -463,29 +468,29 @@ def _draw(pics: Sequence[svg.Picture], progress: Optional[Callable[[int, int], N
                                  f"{_e(pic.key)} -o graph.svg</code>.",))
             done += 1
             continue
-        if len(pic.graph.nodes) > svg.DOT_NODES:
-            limit = min(left, svg.LAYERED_MAX_NODES)
-            why = "" if limit == svg.LAYERED_MAX_NODES else f"at most {MAX_PAGE_NODES:,} nodes are drawn per page"
-            drawing, drawn, note = svg.layered(pic, limit, why)
+        if len(pic.graph.nodes) > DOT_NODES:
+            limit = min(left, LAYERED_MAX_NODES)
+            why = "" if limit == LAYERED_MAX_NODES else f"at most {MAX_PAGE_NODES:,} nodes are drawn per page"
+            drawing, drawn, note = layered(pic, limit, why)
             left -= drawn
-            out[pic.key] = (svg.inline(drawing), (f"Cut short: {_e(note)}.",) if note else ())
+            out[pic.key] = (inline(drawing), (f"Cut short: {_e(note)}.",) if note else ())
             done += 1
             tick(done, len(pics))
             continue
-        dot = svg.dot_source([pic], legend=False, budget=left)
-        left -= dot.drawn
-        notes = tuple(f"Cut short: {_e(n)}." for n in dot.notes)
+        source = dot.dot_source([pic], legend=False, budget=left)
+        left -= source.drawn
+        notes = tuple(f"Cut short: {_e(n)}." for n in source.notes)
         out[pic.key] = ("", notes)
-        jobs.append((pic, dot.text))
+        jobs.append((pic, source.text))
 
-    def lay_out(job: tuple[svg.Picture, str]) -> tuple[str, str]:
+    def lay_out(job: tuple[Picture, str]) -> tuple[str, str]:
         try:
-            return svg.inline(svg.run_dot(job[1], timeout=svg.DOT_FALLBACK_S)), ""
-        except svg.GraphvizTimeout:
-            return svg.inline(svg.layered(job[0])[0]), ""
-        except svg.GraphvizError as exc:
-            if svg.DOT_MISSING in exc.cause:  # a page is always drawn: tcinspect's own layout instead
-                return svg.inline(svg.layered(job[0])[0]), exc.cause
+            return inline(dot.run_dot(job[1], timeout=dot.DOT_FALLBACK_S)), ""
+        except GraphvizTimeout:
+            return inline(layered(job[0])[0]), ""
+        except GraphvizError as exc:
+            if dot.DOT_MISSING in exc.cause:  # a page is always drawn: tcinspect's own layout instead
+                return inline(layered(job[0])[0]), exc.cause
             return "", exc.cause
 
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 8))
@@ -493,7 +498,7 @@ def _draw(pics: Sequence[svg.Picture], progress: Optional[Callable[[int, int], N
         for (pic, _), (drawing, error) in zip(jobs, pool.map(lay_out, jobs)):
             notes = out[pic.key][1]
             if error:
-                notes += (_GRAPHVIZ_MISSING if svg.DOT_MISSING in error else f"Not drawn: {_e(error)}.",)
+                notes += (_GRAPHVIZ_MISSING if dot.DOT_MISSING in error else f"Not drawn: {_e(error)}.",)
             out[pic.key] = (drawing, notes)
             done += 1
             tick(done, len(pics))
