@@ -229,3 +229,30 @@ def test_parse_runs_without_torch(tmp_path):
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'triton'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _exception_classes(tree: ast.AST, known: set[str]) -> list[str]:
+    """Classes defined in ``tree`` whose base is an exception: a built-in one or one of ``known``."""
+    bases = known | {"Exception", "BaseException", "ValueError", "RuntimeError", "KeyError", "TypeError"}
+    return [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            and any((isinstance(b, ast.Name) and b.id in bases) or (isinstance(b, ast.Attribute) and b.attr in bases)
+                    for b in node.bases)]
+
+
+def test_every_exception_is_defined_in_errors_and_drawn_in_its_tree():
+    errors = PACKAGE / "errors.py"
+    tree = ast.parse(errors.read_text(encoding="utf-8"))
+    defined = set(_exception_classes(tree, set()))
+    while True:  # subclasses of subclasses
+        more = set(_exception_classes(tree, defined))
+        if more <= defined:
+            break
+        defined |= more
+    assert {"TcinspectError", "UsageError", "Interrupted", "GraphvizTimeout"} <= defined
+    drawn = ast.get_docstring(tree) or ""
+    assert sorted(name for name in defined if f" {name} " not in drawn.replace("\n", " \n")) == []
+    # elsewhere only private ones, which never leave their module
+    stray = {str(p.relative_to(SRC)): [c for c in _exception_classes(ast.parse(p.read_text(encoding="utf-8")), defined)
+                                       if not c.startswith("_")]
+             for p in PACKAGE.rglob("*.py") if p != errors}
+    assert {path: names for path, names in stray.items() if names} == {}

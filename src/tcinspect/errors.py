@@ -1,12 +1,33 @@
-"""The exception tree and the exit-code contract."""
+"""The exception tree and the exit-code contract: every exception tcinspect raises past its own module.
+
+::
+
+    BaseException
+    ├── Interrupted               SIGINT or SIGTERM arrived (exit 130 or 143; no output file is written)
+    └── Exception
+        ├── TcinspectError        the tool's own errors: one line, the cause and the fix; ``exit_code`` (2
+        │   │                     unless a subclass says otherwise), caught once by the CLI
+        │   ├── UsageError        a bad option or combination of options
+        │   │   ├── OutputPathError   an output path tcinspect will not write
+        │   │   └── GraphvizError     Graphviz's ``dot`` is missing or could not lay a graph out
+        │   │       └── GraphvizTimeout   ``dot`` did not finish in time (the caller lays the graph out itself)
+        │   ├── ModelFileError    the model file cannot be loaded or breaks the model-file contract
+        │   ├── ModelRaisedError  the user's model (or script) raised
+        │   ├── ReportFormatError a saved report is unreadable, foreign, truncated or of another schema
+        │   ├── TraceLogError     a TORCH_TRACE log that cannot be read (or, with --strict, was not understood)
+        │   ├── DeviceError       the requested device is not available
+        │   └── ReportFailedError the report shown records a failure: exit code of its kind (exit_code_for)
+        ├── UserTargetError       inside a capture: a --backend or --pass target misbehaved (the report's
+        │                         failure becomes ``user_target``)
+        ├── ModelExited           inside a capture: the model called sys.exit()
+        └── ChildInternalError    a bug in tcinspect inside the capture process (the CLI's internal error, 70)
+
+Exceptions that never leave their module (a parser's private signal to itself) stay in it.
+"""
 
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 
 class ExitCode(enum.IntEnum):
@@ -105,3 +126,23 @@ class GraphvizError(UsageError):
 
 class GraphvizTimeout(GraphvizError):
     """``dot`` did not finish in time: the caller lays the graph out itself (``layered``)."""
+
+
+class OutputPathError(UsageError):
+    """An output path tcinspect will not write (a directory, a socket, a block device)."""
+
+
+class UserTargetError(Exception):
+    """A --backend or --pass target misbehaved (returned the wrong thing, broke the graph)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
+class ModelExited(Exception):
+    """The model called sys.exit() while running: its own error, not a reason to stop tcinspect."""
+
+
+class ChildInternalError(Exception):
+    """A bug in tcinspect inside the capture process: its traceback, shown by the CLI as an internal error."""

@@ -19,14 +19,9 @@ from pathlib import Path
 from typing import Union
 
 from tcinspect import interrupts
-from tcinspect.errors import UsageError
+from tcinspect.errors import OutputPathError
 
 STDOUT = "-"
-
-
-class OutputPathError(UsageError):
-    """An output path tcinspect will not write (a directory, a socket, a block device)."""
-
 
 def is_stdout(path: Union[str, Path, None]) -> bool:
     return path is not None and str(path) == STDOUT

@@ -19,21 +19,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect.capturing import _compat
-from tcinspect.errors import UsageError
+from tcinspect.errors import UsageError, UserTargetError
 from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT
 from tcinspect.parse.inductor import short_dtype
 from tcinspect.report import is_user_target
 
 #: Backends a pass can run under, and how.
 PASS_BACKENDS = ("inductor", "aot_eager")
-
-
-class UserTargetError(Exception):
-    """A --backend or --pass target misbehaved (returned the wrong thing, broke the graph)."""
-
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.fix = fix
 
 
 def is_target(spec: str) -> bool:

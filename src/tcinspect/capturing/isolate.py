@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect import errors, interrupts, serialize
+from tcinspect.errors import ChildInternalError
 from tcinspect.report import Failure, Options, Report, Target, options_from_json
 
 
@@ -77,10 +78,6 @@ def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: 
             fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
         partial = partial_report(t / "events.jsonl", path, model_name, options, why)
         return partial.replace(failure=Failure("crashed", why, fix))
-
-
-class ChildInternalError(Exception):
-    """A bug in tcinspect inside the capture process: its traceback, shown by the CLI as an internal error."""
 
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)', re.M)

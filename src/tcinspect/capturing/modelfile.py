@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError
+from tcinspect.errors import DeviceError, ModelExited, ModelFileError, ModelRaisedError
 
 
 @dataclass
@@ -349,10 +349,6 @@ def script_frame_error(exc: BaseException, path: Path) -> ModelRaisedError:
 
 
 # ----------------------------------------------------------------------------- running the user's model
-
-
-class ModelExited(Exception):
-    """The model called sys.exit() while running: its own error, not a reason to stop tcinspect."""
 
 
 def move(value: Any, device: str) -> Any:
