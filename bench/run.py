@@ -20,19 +20,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import platform
 import re
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import textwrap
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -43,178 +38,15 @@ REPO = Path(__file__).resolve().parent.parent
 TCINSPECT = [sys.executable, "-m", "tcinspect"]
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402  (bench/generate.py: the generated models)
+from runner import BenchError, Dirs, RunResult, base_env, inductor_env, run_once, show  # noqa: E402
+from scaling import ScalePoint, fmt_scaling  # noqa: E402
 from tcinspect.render.table import ROW_LIMIT  # noqa: E402  (rows a `trace` table shows without --all)
 
 #: What a peer's row says when the peer is not installed.
 PEER_HINT = "skipped (pip install -e '.[bench]')"
 
-# Environment that would change what a compile does or costs; never inherited by a timed run.
-_SCRUB_ENV = (
-    "TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE",
-    "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_FORCE_DISABLE_CACHES",
-    "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TCINSPECT_CACHE_DIR",
-    "TORCH_COMPILE_DEBUG_DIR",
-)
-
-# The bare baseline: what a user would run without tcinspect. Mirrors tcinspect's contract
-# (model + example_inputs, optional input_sets, inputs may be a zero-argument function) and its
-# backward (sum of every floating output that requires grad). Options after the three names:
-# --backend NAME (torch.compile's backend=), --depyf DIR (the calls inside depyf.prepare_debug(DIR)).
-BARE_SCRIPT = textwrap.dedent('''\
-    import runpy, sys
-    import torch
-
-    path, model_name, inputs_name = sys.argv[1], sys.argv[2], sys.argv[3]
-    opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
-    sys.path.insert(0, __import__("os").path.dirname(path))
-    ns = runpy.run_path(path)
-
-    def as_inputs(v):
-        return v() if callable(v) and not isinstance(v, tuple) and not hasattr(v, "shape") else v
-
-    def outputs_needing_grad(v, found):
-        if isinstance(v, torch.Tensor):
-            if v.requires_grad and (v.is_floating_point() or v.is_complex()):
-                found.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                outputs_needing_grad(x, found)
-        elif isinstance(v, dict):
-            for x in v.values():
-                outputs_needing_grad(x, found)
-        return found
-
-    compiled = torch.compile(ns[model_name], backend=opts.get("--backend", "inductor"))
-
-    def run():
-        for args in [as_inputs(ns[inputs_name]), *[as_inputs(s) for s in ns.get("input_sets", [])]]:
-            out = compiled(*args)
-            found = outputs_needing_grad(out, [])
-            if found:
-                loss = sum(t.real.sum() if t.is_complex() else t.sum() for t in found)
-                loss.backward()
-
-    if "--depyf" in opts:  # depyf's documented use: around the code that triggers the compile
-        import depyf
-        with depyf.prepare_debug(opts["--depyf"]):
-            run()
-    else:
-        run()
-
-    try:  # informational: did Inductor's FX graph cache hit? (the bench checks warm vs cold)
-        from torch._dynamo.utils import counters
-        c = counters["inductor"]
-        print("BENCH_CACHE", c.get("fxgraph_cache_hit", 0), c.get("fxgraph_cache_miss", 0))
-    except Exception:
-        pass
-''')
 
 IMPORT_CHECK = "import sys, tcinspect.cli; print('TORCH_IMPORTED' if 'torch' in sys.modules else 'NO_TORCH')"
-
-
-class BenchError(RuntimeError):
-    pass
-
-
-# --------------------------------------------------------------------------- running one command
-
-@dataclass
-class RunResult:
-    seconds: float
-    maxrss_kb: int
-    stdout: str
-    stderr: str
-    returncode: int
-
-
-def run_once(cmd: Sequence[str], env: dict, cwd: Path, timeout: float,
-             ok_codes: Sequence[int] = (0,), label: str = "") -> RunResult:
-    """Run ``cmd`` once; wall seconds (perf_counter around spawn..reap) and the child's peak RSS.
-
-    stdout/stderr go to files (no pipe can fill up and stall the child). The child is reaped with
-    ``os.wait4`` so its resource usage is its own, not the sum of all children so far.
-    """
-    with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
-        reaped: dict = {}
-        start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), env=env, cwd=str(cwd), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True)
-
-        def reap() -> None:
-            _, status, usage = os.wait4(proc.pid, 0)
-            reaped["end"] = time.perf_counter()
-            reaped["status"] = status
-            reaped["usage"] = usage
-
-        waiter = threading.Thread(target=reap, daemon=True)
-        waiter.start()
-        waiter.join(timeout)
-        if waiter.is_alive():
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            waiter.join(30)
-            proc.returncode = -9
-            raise BenchError(f"{label or 'command'} timed out after {timeout:.0f} s: {_show(cmd)}\n"
-                             + _tail(_read(err)))
-        code = os.waitstatus_to_exitcode(reaped["status"])
-        proc.returncode = code  # we reaped it ourselves; keep Popen from trying again
-        stdout, stderr = _read(out), _read(err)
-    if code not in ok_codes:
-        raise BenchError(f"{label or 'command'} failed with exit code {code}: {_show(cmd)}\n"
-                         f"--- last lines of its stderr ---\n{_tail(stderr or stdout)}")
-    return RunResult(reaped["end"] - start, int(reaped["usage"].ru_maxrss), stdout, stderr, code)
-
-
-def _read(f) -> str:
-    f.seek(0)
-    return f.read().decode("utf-8", "replace")
-
-
-def _tail(text: str, n: int = 25) -> str:
-    lines = text.rstrip().splitlines()
-    return "\n".join(lines[-n:]) if lines else "(empty)"
-
-
-def _show(cmd: Sequence[str]) -> str:
-    return " ".join(("python" if c == sys.executable else c) for c in cmd)
-
-
-# --------------------------------------------------------------------------- environments
-
-class Dirs:
-    """Temporary directories, all under one root that is removed at the end."""
-
-    def __init__(self, keep: bool) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="tcinspect-bench-"))
-        self.keep = keep
-        self.cwd = self.root / "cwd"
-        self.cwd.mkdir()
-        self._n = 0
-
-    def new(self, prefix: str) -> Path:
-        self._n += 1
-        d = self.root / f"{prefix}-{self._n}"
-        d.mkdir()
-        return d
-
-    def cleanup(self) -> None:
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-
-def base_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB_ENV}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def inductor_env(env: dict, inductor_dir: Path) -> dict:
-    env = dict(env)
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_dir)
-    env["TRITON_CACHE_DIR"] = str(inductor_dir / "triton")
-    return env
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -274,8 +106,7 @@ class Bench:
         self.dirs = dirs
         self.env = base_env()
         self.rows: list[Row] = []
-        self.bare_script = dirs.root / "bare_compile.py"
-        self.bare_script.write_text(BARE_SCRIPT)
+        self.bare_script = REPO / "bench" / "bare_compile.py"
         self.commands: list[str] = []
 
     # helpers --------------------------------------------------------------------------------
@@ -309,7 +140,7 @@ class Bench:
                     on_result(name, r)
                 times.append(r.seconds)
                 rss.append(r.maxrss_kb)
-                setattr(row, f"{name.lower()}_cmd", _show(cmd))
+                setattr(row, f"{name.lower()}_cmd", show(cmd))
             b = f"  B {row.b[-1]:7.3f} s  ratio {row.a[-1] / row.b[-1]:.2f}" if make_b else ""
             self.log(f"    run {i + 1}/{runs}: A {row.a[-1]:7.3f} s{b}")
         rss = f"peak RSS A {statistics.median(row.a_rss_kb) / 1024:.0f} MiB"
@@ -439,7 +270,7 @@ class Bench:
                 samples[key]["rss"].append(r.maxrss_kb)
                 tool_env = [f"{k}={env[k]}" for k in ("TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG_DIR", "TORCH_TRACE")
                             if k in env]
-                samples[key]["cmd"] = " ".join([*tool_env, _show(cmd)])
+                samples[key]["cmd"] = " ".join([*tool_env, show(cmd)])
             first = samples[sides[0][0]]["s"][-1]
             self.log(f"    run {i + 1}/{runs}: " + " · ".join(
                 f"{label} {samples[key]['s'][-1]:.2f} s" + (f" ({first / samples[key]['s'][-1]:.2f})" if j else "")
@@ -651,99 +482,6 @@ class Bench:
                              note=f"{p.rss_ratio:.2f}x ({statistics.median(p.tc_rss) / 1024:.0f} / "
                                   f"{statistics.median(p.bare_rss) / 1024:.0f} MiB)",
                              a_rss_kb=list(p.tc_rss), b_rss_kb=list(p.bare_rss)))
-
-
-@dataclass
-class ScalePoint:
-    """One generated model in the scaling series: per-run wall times, peak RSS and own-time parts."""
-
-    nodes: int  # op lines asked for
-    graphs: int  # graphs asked for (graph breaks + 1)
-    tc: list = field(default_factory=list)
-    bare: list = field(default_factory=list)
-    tc_rss: list = field(default_factory=list)
-    bare_rss: list = field(default_factory=list)
-    own: list = field(default_factory=list)  # bench/owntime.py's dict per tcinspect run
-
-    #: tcinspect's own work: the handler, events -> report, the cache entry, the YAML, the tables
-    OWN_PARTS = ("record_s", "assemble_s", "cache_json_s", "yaml_s", "twin_json_s", "render_s")
-
-    def part(self, name: str) -> float:
-        return statistics.median(o.get(name, 0.0) for o in self.own)
-
-    @property
-    def own_s(self) -> float:
-        return statistics.median(sum(o.get(k, 0.0) for k in self.OWN_PARTS) for o in self.own)
-
-    @property
-    def share(self) -> float:
-        """Own work as a share of the whole `tcinspect trace` run, per run, median."""
-        return statistics.median(sum(o.get(k, 0.0) for k in self.OWN_PARTS) / t for o, t in zip(self.own, self.tc))
-
-    @property
-    def rss_ratio(self) -> float:
-        return statistics.median(a / b for a, b in zip(self.tc_rss, self.bare_rss))
-
-    @property
-    def fx_nodes(self) -> int:
-        return self.own[0]["fx_nodes"] if self.own else 0
-
-    @property
-    def graph_count(self) -> int:
-        return self.own[0]["graphs"] if self.own else 0
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d.update(fx_nodes=self.fx_nodes, graph_count=self.graph_count, own_s=self.own_s, share=self.share,
-                 rss_ratio=self.rss_ratio, parts={k: self.part(k) for k in self.OWN_PARTS})
-        return d
-
-
-def fit_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """The slope b of log y = a + b log x, least squares: y grows like x**b."""
-    lx, ly = [math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys]
-    mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    den = sum((x - mx) ** 2 for x in lx)
-    return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / den if den else float("nan")
-
-
-def scaling_series(points: list[ScalePoint], graph_nodes: int) -> tuple[list[ScalePoint], list[ScalePoint]]:
-    """The node series (one graph, growing) and the graph series (graph_nodes op lines, more graphs)."""
-    by_nodes = sorted((p for p in points if p.graphs == 1), key=lambda p: p.nodes)
-    by_graphs = sorted((p for p in points if p.nodes == graph_nodes), key=lambda p: p.graphs)
-    return by_nodes, by_graphs
-
-
-def fmt_scaling(points: list[ScalePoint], graph_nodes: int, backend: str, runs: int) -> str:
-    header = ["op lines", "graphs", "FX nodes", "tcinspect s", "bare s", "ratio", "own s", "own %", "handler",
-              "assemble", "cache", "YAML", "tables", "RSS tc/bare MiB", "RSS ratio"]
-    body = []
-    for p in points:
-        ratio = statistics.median(a / b for a, b in zip(p.tc, p.bare))
-        body.append([f"{p.nodes:,}", str(p.graph_count), f"{p.fx_nodes:,}", f"{statistics.median(p.tc):.2f}",
-                     f"{statistics.median(p.bare):.2f}", f"{ratio:.2f}", f"{p.own_s:.3f}", f"{100 * p.share:.1f}",
-                     *(f"{p.part(k):.3f}" for k in ScalePoint.OWN_PARTS),
-                     f"{statistics.median(p.tc_rss) / 1024:.0f}/{statistics.median(p.bare_rss) / 1024:.0f}",
-                     f"{p.rss_ratio:.2f}"])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-    line = lambda cells: "  ".join(str(c).rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-    out = [f"scaling: generated models (bench/generate.py), backend={backend}, medians of {runs} run(s); "
-           "own = handler + assemble + cache entry + YAML + tables",
-           line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)]
-    by_nodes, by_graphs = scaling_series(points, graph_nodes)
-    for label, series, x in (("FX nodes", by_nodes, lambda p: p.fx_nodes), ("graphs", by_graphs, lambda p: p.graph_count)):
-        if len(series) < 2:
-            continue
-        xs = [x(p) for p in series]
-        fits = {
-            "own": [p.own_s for p in series],
-            "own without YAML": [p.own_s - p.part("yaml_s") for p in series],
-            "tcinspect total": [statistics.median(p.tc) for p in series],
-            "bare total": [statistics.median(p.bare) for p in series],
-        }
-        out.append(f"growth with {label} ({', '.join(f'{v:,}' for v in xs)}), log-log least squares exponent: "
-                   + ", ".join(f"{k} {fit_exponent(xs, ys):.2f}" for k, ys in fits.items()))
-    return "\n".join(out)
 
 
 def _noop() -> None:
