@@ -13,7 +13,7 @@ import pytest
 
 from tcinspect.analysis import caches
 from tcinspect.parse import provenance
-from tcinspect.parse.compiletime import key_components
+from tcinspect.parse.compile_time import key_components
 from tcinspect.report import CacheKeyComponent, CacheLookup, Graph, Kernel, Node
 
 MODELS = Path(__file__).parent / "models"

@@ -14,9 +14,9 @@ import pytest
 from conftest import MODELS, SAMPLES, cli
 from tcinspect import serialize, vocabulary
 from tcinspect.analysis import compile_time as views
-from tcinspect.parse import compiletime
+from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
-from tcinspect.render import compiletime as render
+from tcinspect.render import compile_time as render
 from tcinspect.render import html
 from tcinspect.report import Phase, RankReport, Report, Target
 from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
@@ -535,6 +535,6 @@ def test_config_compile_time_budget():
 
 
 def test_renderers_stay_torch_free():
-    code = ("import sys, tcinspect.render.compiletime, tcinspect.analysis.compile_time, tcinspect.parse.compiletime; "
+    code = ("import sys, tcinspect.render.compile_time, tcinspect.analysis.compile_time, tcinspect.parse.compile_time; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

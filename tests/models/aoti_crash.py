@@ -4,7 +4,7 @@ import sys
 
 import torch
 
-if sys.argv and sys.argv[0].endswith("exporting.py"):  # the AOTInductor child process
+if sys.argv and sys.argv[0].endswith("export.py"):  # the AOTInductor child process
     os.abort()
 
 model = torch.nn.Linear(4, 2)

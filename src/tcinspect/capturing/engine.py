@@ -411,7 +411,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     if bench is not None:
         gpu_timing.check(opts.compile, device=device)
     if opts.export_request is not None:  # torch.export instead of torch.compile
-        from tcinspect.capturing import exporting
+        from tcinspect.capturing import export as exporting
 
         return exporting.run(model, inputs, opts, target, device, where, quiet)
     run = _Run(opts, fresh, quiet)

@@ -60,7 +60,7 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
 
     from tcinspect.analysis import compile_time as views
     from tcinspect.analysis import divergence
-    from tcinspect.render import compiletime as render
+    from tcinspect.render import compile_time as render
     from tcinspect.render import ranks
 
     if perfetto is not None:

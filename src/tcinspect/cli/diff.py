@@ -23,7 +23,7 @@ def diff(
 ) -> None:
     """Compare two saved reports: counts, graphs, graph breaks, recompiles and kernels added or removed."""
     from tcinspect import request
-    from tcinspect.analysis import diffing
+    from tcinspect.analysis import diff as diffing
     from tcinspect.render import diff as render
 
     fmt = c.check_format(fmt)

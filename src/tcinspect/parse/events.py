@@ -27,7 +27,7 @@ IGNORED = frozenset({"str", "describe_storage", "describe_tensor", "describe_sou
 
 #: torch's timed spans (dynamo_timed / chromium_event_timed, torch/_dynamo/utils.py ChromiumEventLogger):
 #: about 80% of all trace records. Each is kept compactly: its phase, name, time and the few arguments
-#: tcinspect reads (parse/compiletime.py); the rest (cache-key components, configs) is dropped.
+#: tcinspect reads (parse/compile_time.py); the rest (cache-key components, configs) is dropped.
 CHROMIUM_EVENT = "chromium_event"
 _CHROMIUM_ARGS = ("compile_id", "is_backward", "cache_state", "cache_bypass_reason", "time_saved_ms")
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, compiletime, cudagraphs, guardcost, provenance, regions, shapes
+from tcinspect.parse import assemble, cudagraphs, guardcost, provenance, regions, shapes
 from tcinspect.parse import breaks as breaks_mod
+from tcinspect.parse import compile_time as compile_time_events
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.events import Event, parse_health
 from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
@@ -69,7 +70,7 @@ def report_from_events(
     found = failure or assemble.failure_from_metrics(metrics, stages)
     if found is not None and failure is None:
         stages, metrics = build(found)
-    compile_time = compiletime.build(events, stages.dynamo.recompiles)
+    compile_time = compile_time_events.build(events, stages.dynamo.recompiles)
     dynamo = stages.dynamo
     stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
         breaks_mod.with_context(b) for b in dynamo.graph_breaks), recompiles=tuple(

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.diffing import Diff
+from tcinspect.analysis.diff import Diff
 
 _STYLE = {"added": "red", "removed": "green", "changed": "yellow"}
 

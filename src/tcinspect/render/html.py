@@ -574,13 +574,13 @@ def _compile_time(rep: Report) -> str:
     ct = rep.compile_time
     if ct is None:
         return ""
-    from tcinspect.render import compiletime
+    from tcinspect.render import compile_time as compile_time_view
 
-    total = sum(s for _, s in compiletime.group_rows(ct)) or 1.0
-    split = " · ".join(f"{_e(g)} {s:.2f} s ({100 * s / total:.0f}%)" for g, s in compiletime.group_rows(ct)[:6])
+    total = sum(s for _, s in compile_time_view.group_rows(ct)) or 1.0
+    split = " · ".join(f"{_e(g)} {s:.2f} s ({100 * s / total:.0f}%)" for g, s in compile_time_view.group_rows(ct)[:6])
     return (f'<section id="compile-time"><h2>Compile time</h2><p class="meta">{ct.total_s:.2f} s over '
-            f"{len(ct.compiles)} compiles · {split}</p>{compiletime.findings_html(ct)}"
-            f"{compiletime.timeline(ct)}</section>")
+            f"{len(ct.compiles)} compiles · {split}</p>{compile_time_view.findings_html(ct)}"
+            f"{compile_time_view.timeline(ct)}</section>")
 
 
 def _cudagraphs(rep: Report) -> str:

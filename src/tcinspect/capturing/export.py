@@ -171,7 +171,7 @@ def _aoti_isolated(target: Target, mode: str, options: Options) -> AotiRun:
             "mode": mode, "options": {k: (list(v) if isinstance(v, tuple) else v)
                                       for k, v in dataclasses.asdict(options).items()},
             "result": str(result)}))
-        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "tcinspect.capturing.exporting", str(request)],
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "tcinspect.capturing.export", str(request)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         package = f"model-{mode}.pt2"
         if result.is_file():
