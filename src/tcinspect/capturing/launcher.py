@@ -36,7 +36,7 @@ from tcinspect.errors import (
     TcinspectError,
     UsageError,
 )
-from tcinspect.parse.ranks import merge
+from tcinspect.parse.merge import merge
 from tcinspect.report import (
     OK,
     Options,

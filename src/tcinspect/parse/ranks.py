@@ -1,22 +1,13 @@
-"""The ranks of a distributed run, merged into one report (pure): rank 0's report with every rank's own
-under ``ranks``, and the words for how each rank ended."""
+"""The words for how each rank of a distributed run ended (pure); ``merge`` puts the ranks into one report."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tcinspect.report import OK, RankReport, Report
+from tcinspect.report import RankReport
 
 #: Rank statuses with no result file: the rank ended before it could write one.
 ENDED = ("crashed", "timed_out", "stopped", "missing")
-
-
-def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
-    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed."""
-    failed = [r for r in ranks if r.status != OK]
-    error = "; ".join(f"rank {r.rank} {r.status}: {outcome(r)}" for r in failed)
-    return base.replace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), error=error,
-                        timings=tuple(base.timings) + tuple(timings))
 
 
 def outcome(r: RankReport) -> str:
