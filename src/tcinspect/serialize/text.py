@@ -25,8 +25,7 @@ def dumps(rep: model.Report, fmt: str, *, timings: bool = True, compact: bool = 
     if (fmt, compact) not in texts:
         if fmt == "json":
             # a report holds only plain values: its floats are all that can make orjson's text differ
-            texts[(fmt, compact)] = (json_text.dumps(data, compact=compact, checked=True) if floats.ordinary(rep)
-                                     else json_text.stdlib_dumps(data, compact=compact))
+            texts[(fmt, compact)] = json_text.dumps(data, compact=compact, kind=floats.kind(rep))
         else:
             texts[(fmt, compact)] = dump_data(data, fmt, compact=compact)
     return texts[(fmt, compact)]
