@@ -162,7 +162,6 @@ def test_any_emitted_data_reads_as_pyyaml_reads_it(value):
     "a: [1, [2]]\n",
     "a: \"\\ud83d\\ude00\"\n",  # an escaped surrogate pair: YAML and JSON decode it differently
     "--- \na: 1\n",
-    "a: 1\na: 2\n",
 ])
 def test_other_yaml_is_left_to_pyyaml_and_read_as_pyyaml_reads_it(text):
     with pytest.raises(yaml_read.NotOurs):
@@ -172,6 +171,11 @@ def test_other_yaml_is_left_to_pyyaml_and_read_as_pyyaml_reads_it(text):
     except yaml.YAMLError:
         return
     assert _same(serialize.text.parse_text(text), expected)
+
+
+def test_a_repeated_key_keeps_its_place_and_its_last_value_as_pyyaml_does():
+    text = "a: 1\nb: 2\na: 3\n"
+    assert list(yaml_read.parse(text).items()) == list(yaml.load(text, Loader=LOADER).items()) == [("a", 3), ("b", 2)]
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -112,8 +112,6 @@ def _mapping(lines: list[str], i: int, indent: int) -> tuple[dict[str, Any], int
             key = _KEYS.get(tok)  # type: ignore[assignment]
             if key is None:
                 key = _word(tok)
-        if key in out:
-            raise NotOurs  # PyYAML keeps the last; the emitter never repeats a key
         if len(line) == colon + 1:
             out[key], i = _nested(lines, i + 1, indent)
             continue
