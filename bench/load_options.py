@@ -3,7 +3,7 @@
 
 Decoders of the YAML and of its JSON twin (PyYAML's C loader, json, and orjson / msgspec when they are
 importable: neither is a tcinspect dependency), each with the garbage collector on and off; then the
-dataclass build: ``serialize._build`` (per value, through typing) against the generated builders.
+dataclass build: ``serialize.build.build`` (per value, through typing) against the generated builders.
 
     python bench/load_options.py report.yaml [--runs 5]
 """
@@ -23,6 +23,8 @@ import yaml
 
 from tcinspect import serialize
 from tcinspect.report import Report
+from tcinspect.serialize.build import build
+from tcinspect.serialize.builders import builder
 
 
 def timed(fn: Callable[[], Any], runs: int, collect: bool = True) -> float:
@@ -69,10 +71,10 @@ def main() -> None:
         rows.append((name, timed(fn, runs), timed(fn, runs, collect=False)))
     known = {f.name for f in dataclasses.fields(Report)}
     fields = {k: v for k, v in data.items() if k in known and k != "timings"}
-    rows.append(("build: serialize._build (per value)", timed(lambda: serialize._build(Report, fields, "report"), a.runs),
-                 timed(lambda: serialize._build(Report, fields, "report"), a.runs, collect=False)))
-    rows.append(("build: generated builders", timed(lambda: serialize._builder(Report)(fields), a.runs),
-                 timed(lambda: serialize._builder(Report)(fields), a.runs, collect=False)))
+    rows.append(("build: serialize.build.build (per value)", timed(lambda: build(Report, fields, "report"), a.runs),
+                 timed(lambda: build(Report, fields, "report"), a.runs, collect=False)))
+    rows.append(("build: generated builders", timed(lambda: builder(Report)(fields), a.runs),
+                 timed(lambda: builder(Report)(fields), a.runs, collect=False)))
     print(f"{a.report}: {len(text.encode()) / 1e6:.1f} MB YAML, {len(twin.encode()) / 1e6:.1f} MB JSON twin; "
           f"median of {a.runs} (YAML: 1)\n")
     print("| step | GC on | GC off |\n|---|---|---|")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from tcinspect.analysis import checks, collectives, divergence
-from tcinspect.parse import torchtrace
+from tcinspect.analysis import checks, divergence
+from tcinspect.derived import collectives, torchtrace
 from tcinspect.report import Graph, Node
 
 JOB = Path(__file__).parent / "data" / "torch_trace" / "torch-2.13.0" / "collectives_gloo"

@@ -24,6 +24,7 @@ from tcinspect.errors import DeviceError, ExitCode, UsageError, exit_code_for
 from tcinspect.parse import ddp
 from tcinspect.parse import ranks as ranks_mod
 from tcinspect.parse.events import Event, to_json_line
+from tcinspect.parse.merge import merge
 from tcinspect.render import ranks as render
 from tcinspect.report import (
     CompileMetrics,
@@ -71,7 +72,7 @@ def _rank(rank: int, *, branch: bool = False, status: str = "ok", error: str = "
 def _merged(*ranks: RankReport) -> Report:
     base = Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py"),
                   stages=ranks[0].stages, compiles=ranks[0].compiles, tcinspect_version="0.1.0")
-    return ranks_mod.merge(base, ranks, timings=(("torchrun_s", 9.5),))
+    return merge(base, ranks, timings=(("torchrun_s", 9.5),))
 
 
 def _text(renderable) -> str:

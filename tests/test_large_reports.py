@@ -20,6 +20,7 @@ from tcinspect.errors import ReportFormatError
 from tcinspect.render import dot as graphviz
 from tcinspect.render import html, layered, picture, svg
 from tcinspect.report import Report
+from tcinspect.serialize.build import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import llm_report
@@ -47,7 +48,7 @@ def _slow(data: dict) -> Report:
     """``from_dict`` as it was: every value through ``_build``."""
     known = {f.name for f in dataclasses.fields(Report)}
     fields = {k: v for k, v in data.items() if k in known and k != "timings"}
-    rep = serialize._build(Report, fields, "report")
+    rep = build(Report, fields, "report")
     return dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in (data.get("timings") or {}).items()))
 
 

@@ -126,15 +126,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tcinspect.report": (),
     "tcinspect.interrupts": FOUNDATION,
     "tcinspect.vocabulary": ("tcinspect.report",),
+    # what follows from recorded data alone (collectives per graph, divergences between ranks): both sides use it
+    "tcinspect.derived": ("tcinspect.report", "tcinspect.vocabulary"),
     "tcinspect.outfile": (*FOUNDATION, "tcinspect.interrupts"),
     "tcinspect.serialize": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile"),
     "tcinspect.cache": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile", "tcinspect.serialize"),
     # the stages that build a report
-    "tcinspect.parse": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.outfile"),
+    "tcinspect.parse": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived", "tcinspect.outfile"),
     "tcinspect.capturing": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.interrupts",
                             "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse"),
     # the stages that read one
-    "tcinspect.analysis": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary"),
+    "tcinspect.analysis": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived"),
     "tcinspect.render": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.serialize",
                          "tcinspect.analysis"),
     # on top: a report obtained (saved, cached, read from logs or captured), the library's API, the commands
@@ -154,13 +156,11 @@ LAYERS: dict[str, tuple[str, ...]] = {
 #: Imports against LAYERS that are still there, each with what removes it (the test below fails once one goes,
 #: so that the list only shrinks).
 AGAINST_THE_LAYERS = {
-    # serialize reads the divergence a distributed report carries from analysis
-    ("tcinspect.serialize", "tcinspect.analysis.divergence"): "removed when serialize is split",
 }
 
 #: Parts that never import torch (or Triton): everything but capturing and what sits on top of it.
 NO_TORCH = ("tcinspect._version", "tcinspect.errors", "tcinspect.report", "tcinspect.interrupts",
-            "tcinspect.vocabulary", "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
+            "tcinspect.vocabulary", "tcinspect.derived", "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
             "tcinspect.analysis", "tcinspect.render")
 
 

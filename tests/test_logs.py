@@ -246,7 +246,7 @@ def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch
     from dataclasses import replace
 
     from tcinspect.analysis import divergence
-    from tcinspect.parse.ranks import merge
+    from tcinspect.parse.merge import merge
     from tcinspect.render import ranks as render
     from tcinspect.report import RankReport
 

@@ -20,7 +20,10 @@
         ├── UserTargetError       inside a capture: a --backend or --pass target misbehaved (the report's
         │                         failure becomes ``user_target``)
         ├── ModelExited           inside a capture: the model called sys.exit()
-        └── ChildInternalError    a bug in tcinspect inside the capture process (the CLI's internal error, 70)
+        ├── ChildInternalError    a bug in tcinspect inside the capture process (the CLI's internal error, 70)
+        ├── Mismatch              inside serialize: the fast report builder met a value it does not take (the
+        │                         checked builder then names the bad key)
+        └── NotOurs               inside serialize: YAML the report emitter does not write (read it with PyYAML)
 
 Exceptions that never leave their module (a parser's private signal to itself) stay in it.
 """
@@ -146,3 +149,11 @@ class ModelExited(Exception):
 
 class ChildInternalError(Exception):
     """A bug in tcinspect inside the capture process: its traceback, shown by the CLI as an internal error."""
+
+
+class Mismatch(Exception):
+    """The fast builder met a value it does not take; ``serialize.build.build`` then names the bad key."""
+
+
+class NotOurs(Exception):
+    """The text uses YAML the emitter does not write: read it with a full YAML parser."""

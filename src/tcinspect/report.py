@@ -662,6 +662,9 @@ class Report:
     #: What each AOT forward graph saves for backward, Inductor's peak estimates, and (on a GPU) the measured
     #: peaks (``tcinspect memory``); None when no graph has a backward.
     memory: Optional[Memory] = None
+    #: A distributed run: where its ranks differ, found as the ranks were merged (``parse.merge``). Derived
+    #: from ``ranks``, so compared through them.
+    divergence: tuple[Divergence, ...] = field(default=(), compare=False)
 
     @property
     def summary(self) -> Summary:

@@ -35,7 +35,8 @@ from tcinspect.errors import (
     TcinspectError,
     UsageError,
 )
-from tcinspect.parse.ranks import merge, rank_failure
+from tcinspect.parse.merge import merge
+from tcinspect.parse.ranks import rank_failure
 from tcinspect.report import (
     OK,
     Options,

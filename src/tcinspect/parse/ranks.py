@@ -1,21 +1,12 @@
-"""The ranks of a distributed run, merged into one report (pure): rank 0's report with every rank's own
-under ``ranks``, and what a failed rank means for the whole run (``Report.failure``)."""
+"""What a failed rank means for the whole run of a distributed job (``Report.failure``; pure). The ranks are
+merged into one report by ``parse.merge``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Optional
 
-from tcinspect.report import OK, Failure, RankReport, Report
+from tcinspect.report import OK, Failure, Report
 from tcinspect.vocabulary import ENDED, outcome
-
-
-def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
-    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed."""
-    failed = [r for r in ranks if r.status != OK]
-    error = "; ".join(f"rank {r.rank} {r.status}: {outcome(r)}" for r in failed)
-    return base.replace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), error=error,
-                        timings=tuple(base.timings) + tuple(timings))
 
 
 def rank_failure(rep: Report, timeout: Optional[float] = None) -> Optional[Failure]:

@@ -350,7 +350,7 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
     """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
     top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
     are unpickled and kept once."""
-    from tcinspect.parse.ranks import merge
+    from tcinspect.parse.merge import merge
     from tcinspect.report import OK, RankReport
 
     shared: dict[bytes, Any] = {}

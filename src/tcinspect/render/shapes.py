@@ -108,7 +108,7 @@ def document(rep: Report) -> dict[str, Any]:
     return {
         "target": rep.target.path or rep.target.model_name,
         "dynamic": rep.options.dynamic or "auto",
-        "shapes": serialize._plain(sh) if sh is not None else None,
+        "shapes": serialize.plain(sh) if sh is not None else None,
         "dims": [{"input": d.label, "argument": d.name, "dim": d.dim, "source": d.source, "sizes": list(d.sizes), "status": d.status,
                   "symbols": list(d.symbols)} for d in views.dims(rep)],
         "violations": [{"source": v.source, "value": v.value,

@@ -1,0 +1,19 @@
+"""The ranks of a distributed run merged into one report (pure): rank 0's report with every rank's own
+under ``ranks``, and where they diverge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tcinspect.derived.divergence import divergences
+from tcinspect.report import OK, RankReport, Report
+from tcinspect.vocabulary import outcome
+
+
+def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
+    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed."""
+    failed = [r for r in ranks if r.status != OK]
+    error = "; ".join(f"rank {r.rank} {r.status}: {outcome(r)}" for r in failed)
+    ordered = tuple(sorted(ranks, key=lambda r: r.rank))
+    return base.replace(ranks=ordered, error=error, timings=tuple(base.timings) + tuple(timings),
+                        divergence=divergences(ordered))

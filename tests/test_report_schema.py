@@ -1,0 +1,99 @@
+"""The shipped JSON Schema of a saved report: generated from the report types, it accepts every report
+tcinspect writes (recorded ones, and fresh YAML/JSON of recorded traces, with and without timings) and
+refuses what reading a report refuses. No torch."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tcinspect import serialize
+from tcinspect.cli import main
+from tcinspect.parse import assemble, events, torchtrace
+from tcinspect.report import Report, Target
+from tcinspect.serialize import schema
+
+DATA = Path(__file__).resolve().parent / "data"
+TRACES = [*sorted((DATA / "cpu-traces" / "2.13.0").glob("*.jsonl.gz")),
+          DATA / "backend-failure-longformer-torch2.13.0-cpu.jsonl.gz", DATA / "cudagraphs" / "cpu_tensor-torch2.11.0.jsonl.gz",
+          DATA / "compile-time-torch2.11.0-h100-default.jsonl.gz"]
+LOGS = [DATA / "torch_trace" / "torch-2.13.0" / n for n in ("ddp_rank_branch", "collectives_gloo", "tiny.log.gz")]
+SAVED = sorted(DATA.rglob("*.yaml.gz")) + sorted(DATA.rglob("*.live.json.gz"))
+
+
+@cache
+def validator() -> jsonschema.protocols.Validator:
+    shipped = json.loads(schema.shipped())
+    jsonschema.Draft202012Validator.check_schema(shipped)
+    return jsonschema.Draft202012Validator(shipped)
+
+
+def _errors(data: object) -> list[str]:
+    return [f"{e.json_path}: {e.message}" for e in validator().iter_errors(data)]
+
+
+@cache
+def _report(path: Path) -> Report:
+    if path.is_dir() or path.name.endswith(".log.gz"):
+        return torchtrace.read(path)
+    evs, bad = events.read_trace(path)
+    stages, metrics = assemble.build(evs)
+    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="trace", model_name=path.name),
+                  stages=stages, compiles=metrics, parse=events.parse_health(evs, bad), timings=(("compile_s", 1.5),))
+
+
+def test_the_shipped_file_is_the_one_the_types_generate():
+    assert schema.shipped() == schema.text(schema.generate()), \
+        "report.py changed: run `python -m tcinspect.serialize.schema` to write src/tcinspect/report.schema.json"
+
+
+@pytest.mark.parametrize("path", TRACES + LOGS, ids=lambda p: p.name)
+def test_fresh_reports_of_recorded_traces_are_valid(path):
+    rep = _report(path)
+    for timings in (True, False):
+        for fmt in serialize.FORMATS:
+            text = serialize.dumps(rep, fmt, timings=timings)
+            assert _errors(serialize.text.parse_text(text)) == []
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: p.name)
+def test_recorded_reports_are_valid(path):
+    data = serialize.text.parse_text(gzip.decompress(path.read_bytes()).decode())
+    assert _errors(data) == []
+
+
+def test_it_refuses_what_reading_refuses():
+    good = serialize.to_dict(_report(LOGS[0]))
+    assert good["ranks"] and good["divergence"] and _errors(good) == []
+
+    def damaged(change) -> list[str]:
+        data = copy.deepcopy(good)
+        change(data)
+        return _errors(data)
+
+    assert damaged(lambda d: d.__setitem__("colour", "red")) == \
+        ["$: Additional properties are not allowed ('colour' was unexpected)"]
+    assert damaged(lambda d: d["stages"]["dynamo"]["graphs"][0].pop("guards")) == \
+        ["$.stages.dynamo.graphs[0]: 'guards' is a required property"]
+    assert damaged(lambda d: d["summary"].__setitem__("graphs", "2")) == ["$.summary.graphs: '2' is not of type 'integer'"]
+    assert damaged(lambda d: d.__setitem__("status", "fine")) == ["$.status: 'fine' is not one of ['ok', 'failed']"]
+    assert damaged(lambda d: d["timings"].__setitem__("read_s", "fast")) == ["$.timings.read_s: 'fast' is not of type 'number'"]
+    assert damaged(lambda d: d["ranks"][1].pop("summary")) == ["$.ranks[1]: 'summary' is a required property"]
+    assert damaged(lambda d: d.pop("summary")) == ["$: 'summary' is a required property"]
+    assert damaged(lambda d: d.__setitem__("schema_version", 2)) == ["$.schema_version: 1 was expected"]
+    # what a report may lack: an optional section, a key added to schema 1, a *_time_s key (--no-timings)
+    assert damaged(lambda d: [d.pop(k) for k in ("ranks", "divergence", "timings", "compile_time")]) == []
+    assert damaged(lambda d: d["stages"]["dynamo"]["graph_breaks"][0].pop("model_frame", None)) == []
+    assert damaged(lambda d: d["compiles"][0].pop("entire_frame_compile_time_s")) == []
+
+
+def test_the_command_prints_the_shipped_schema(capsys):
+    assert main(["schema"]) == 0
+    out = capsys.readouterr().out
+    assert out == schema.shipped() and json.loads(out)["$ref"] == "#/$defs/Report"
