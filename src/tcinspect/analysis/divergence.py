@@ -3,6 +3,7 @@ the error a failed rank means for the whole run, and the divergences between ran
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -238,8 +239,14 @@ def guard_key(g: Any) -> tuple[str, str, str]:
 
 def _guards(v: _RankView, cid: str) -> tuple[Any, str]:
     g = v.graphs.get(cid)
-    keys = frozenset(guard_key(x) for x in g.guards) if g is not None else frozenset()
+    keys = _guard_keys(g.guards) if g is not None else frozenset()
     return keys, f"{len(keys)} guards"
+
+
+@functools.lru_cache(maxsize=256)
+def _guard_keys(guards: tuple[Any, ...]) -> frozenset[tuple[str, str, str]]:
+    """The guard keys of one graph's guards: ranks that compiled alike share their guards, computed once."""
+    return frozenset(guard_key(x) for x in guards)
 
 
 def _recompiles(v: _RankView, cid: str) -> tuple[Any, str]:

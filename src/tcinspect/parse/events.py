@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from tcinspect.parse import jsonfast
 from tcinspect.report import EventCount, ParseHealth
 
 # Keys PyTorch adds beside an event's own metadata (torch/_logging/_internal.py, trace_structured).
@@ -182,7 +183,7 @@ def compact_span(meta: Any, payload: Any) -> dict[str, Any]:
         return meta
     if isinstance(payload, str):
         try:
-            payload = json.loads(payload)
+            payload = jsonfast.loads(payload)
         except ValueError:
             return {}
     if not isinstance(payload, dict):
@@ -288,6 +289,6 @@ def named(events: Iterable[Event], *names: str) -> Iterator[Event]:
 
 def json_payload(ev: Event) -> Any:
     try:
-        return json.loads(ev.payload) if ev.payload else None
+        return jsonfast.loads(ev.payload) if ev.payload else None
     except ValueError:
         return None

@@ -14,7 +14,6 @@ most held at once), and only the payloads the report is built from are decoded.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pickle
 import re
@@ -28,7 +27,7 @@ from typing import IO, Any, Optional, Union
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import logfiles, shapes
+from tcinspect.parse import jsonfast, logfiles, memo, shapes
 from tcinspect.parse.events import Event
 from tcinspect.report import DdpSplit, EventCount, IgnoredFile, Options, ParseHealth, Report, Stages, Target
 
@@ -97,7 +96,7 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     head = record if nl < 0 else record[:nl]
     m = _GLOG.match(head)
     try:
-        meta = json.loads(head[m.end():]) if m is not None else None
+        meta = jsonfast.loads(head[m.end():]) if m is not None else None
     except ValueError:
         meta = None
     if not isinstance(meta, dict):
@@ -121,6 +120,17 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
     if name in ev_mod.IGNORED:
         return None
+    if name == ev_mod.CHROMIUM_EVENT and payload is not None:
+        # the span's JSON read from the bytes (not decoded to text first), kept compact as from_record keeps it
+        try:
+            span = jsonfast.loads_text(payload)
+        except ValueError:
+            span = None
+        if isinstance(span, str):  # JSON text of a string is no span (compact_span would read the string as JSON)
+            span = None
+        key = "artifact" if "artifact" in meta else name  # where from_record looks for the event's own metadata
+        meta[key] = ev_mod.compact_span(meta.get(key), span)
+        payload = None
     keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
     text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
@@ -317,17 +327,21 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
     in flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
-        yield from (read_rank(e) for e in entries)
+        with memo.across_ranks():
+            yield from (read_rank(e) for e in entries)
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
+
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     try:
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=memo.enable)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        yield from (read_rank(e) for e in entries)
+        with memo.across_ranks():
+            yield from (read_rank(e) for e in entries)
         return
     window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:
