@@ -256,8 +256,26 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     parts = []
     for value in values:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        parts.append((hashlib.blake2b(data, digest_size=16).digest(), data))
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
+            if digest in _sent:
+                data = b""
+            else:
+                _sent.add(digest)
+        parts.append((digest, data))
     return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
+
+
+#: in a pool worker, the digests of the parts it has sent: the reader takes each worker's results in the order the
+#: worker read them (one worker reads its ranks in submission order, and results are merged in that order), so a
+#: part is unpickled from the first result that carries it and later ones need only its digest
+_sent: Optional[set[bytes]] = None
+
+
+def _worker_start() -> None:
+    global _sent
+    _sent = set()
+    memo.enable()
 
 
 def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
@@ -338,7 +356,7 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     try:
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=memo.enable)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
         with memo.across_ranks():
             yield from (read_rank(e) for e in entries)
