@@ -6,6 +6,7 @@ how a torch version names or nests an event are handled here and nowhere else.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
@@ -125,7 +126,7 @@ class Event:
     #: Set for a frame compiled inside compiled autograd's backward graph (torch's CompileId).
     compiled_autograd_id: Optional[int] = None
 
-    @property
+    @functools.cached_property  # read for every event by every stage's grouping
     def compile_id(self) -> str:
         if self.frame_id is None:
             return ""

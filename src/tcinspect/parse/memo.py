@@ -28,7 +28,7 @@ _caches: list[_Cache] = []
 
 class _Cache:
     def __init__(self) -> None:
-        self.results: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.results: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
         self.chars = 0
 
     def clear(self) -> None:
@@ -36,12 +36,19 @@ class _Cache:
         self.chars = 0
 
 
+#: arguments compared by value; any other (a graph a memoized parser returned) by identity, which is what ranks
+#: that compiled alike share (hashing a graph by value would cost about what parsing it does)
+_BY_VALUE = (str, bytes, int, float, tuple, type(None))
+_OBJECT = object()
+
+
 def _chars(args: tuple[Any, ...]) -> int:
     return sum(len(a) for a in args if isinstance(a, str)) + 64
 
 
 def memoized(fn: F) -> F:
-    """``fn``'s results by its positional arguments (all hashable) while ``across_ranks`` is on."""
+    """``fn``'s results by its positional arguments (strings, numbers, tuples of them by value; other objects by
+    identity) while ``across_ranks`` is on."""
     cache = _Cache()
     _caches.append(cache)
 
@@ -49,18 +56,19 @@ def memoized(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not _on or kwargs:
             return fn(*args, **kwargs)
+        key = tuple(a if isinstance(a, _BY_VALUE) else (_OBJECT, id(a)) for a in args)
         try:
-            result = cache.results[args]
+            _, result = cache.results[key]
         except KeyError:
             pass
         else:
-            cache.results.move_to_end(args)
+            cache.results.move_to_end(key)
             return result
         result = fn(*args)
-        cache.results[args] = result
+        cache.results[key] = (args, result)  # the arguments are kept: an object's id is not reused while it lives
         cache.chars += _chars(args)
         while cache.chars > BUDGET and len(cache.results) > 1:
-            old, _ = cache.results.popitem(last=False)
+            _, (old, _) = cache.results.popitem(last=False)
             cache.chars -= _chars(old)
         return result
 
