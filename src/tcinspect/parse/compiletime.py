@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
+from tcinspect.parse import jsonfast
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.parse.memo import memoized
 from tcinspect.report import (
@@ -281,11 +282,10 @@ def _caches(events: Sequence[Event], spans: Optional[Sequence[Optional[Span]]] =
         m = _CACHE_EVENT.fullmatch(ev.name)
         if m is None or not ev.compile_id:
             continue
-        cid, data = ev.compile_id, json_payload(ev)
-        data = data if isinstance(data, dict) else {}
+        cid = ev.compile_id
+        data, found = _cache_artifact(ev.payload)
         reason = str(data.get("cache_bypass_reason") or "")
         root = open_root.get(cid, "forward")
-        found = _lookup_fields(data)
         if m.group(1) == "aotautograd":
             lookup = CacheLookup("aot_autograd", "", m.group(2), reason, round(_num(data, "time_saved_ms") / 1e3, 3),
                                  **found)
@@ -343,6 +343,18 @@ def _value(item: str, start: int) -> str:
     if len(value) > COMPONENT_VALUE_CHARS:
         value = value[:COMPONENT_VALUE_CHARS] + "…"
     return value
+
+
+@memoized
+def _cache_artifact(payload: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A cache artifact's JSON (``{}`` when it is none) and its ``_lookup_fields``: equal on ranks that compiled
+    alike, read once (parse/memo.py); neither is changed by its callers."""
+    try:
+        data = jsonfast.loads(payload) if payload else None
+    except ValueError:
+        data = None
+    data = data if isinstance(data, dict) else {}
+    return data, _lookup_fields(data)
 
 
 def _lookup_fields(data: dict[str, Any]) -> dict[str, Any]:

@@ -129,8 +129,13 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         if isinstance(span, str):  # JSON text of a string is no span (compact_span would read the string as JSON)
             span = None
         key = "artifact" if "artifact" in meta else name  # where from_record looks for the event's own metadata
-        meta[key] = ev_mod.compact_span(meta.get(key), span)
-        payload = None
+        try:  # the Event from_record(meta with the compact span, None) makes
+            return Event(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
+                         attempt=int(meta.get("attempt") or 0), meta=ev_mod.compact_span(meta.get(key), span),
+                         compiled_autograd_id=meta.get("compiled_autograd_id"))
+        except (TypeError, ValueError):
+            health.lines_not_understood += 1
+            return None
     keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
     text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
