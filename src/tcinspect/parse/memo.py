@@ -61,6 +61,8 @@ def memoized(fn: F) -> F:
             _, result = cache.results[key]
         except KeyError:
             pass
+        except TypeError:  # a tuple holding something unhashable: not kept
+            return fn(*args)
         else:
             cache.results.move_to_end(key)
             return result
