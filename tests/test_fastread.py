@@ -36,7 +36,10 @@ def _outcome(fn, data):
 
 
 @pytest.mark.parametrize("data", JSON_CASES)
-def test_json_reads_every_input_as_json_loads(data):
+@pytest.mark.parametrize("msgspec", [True, False], ids=["msgspec", "without msgspec"])
+def test_json_reads_every_input_as_json_loads(data, msgspec, monkeypatch):
+    if not msgspec:
+        monkeypatch.setattr(jsonfast, "_decode", json.loads)
     assert _outcome(jsonfast.loads, data) == _outcome(json.loads, data)
     text = data.decode("utf-8", errors="replace")
     assert _outcome(jsonfast.loads, text) == _outcome(json.loads, text)

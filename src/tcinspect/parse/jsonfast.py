@@ -10,32 +10,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Optional, Union
+from typing import Any, Union
 
-_decode: Optional[Callable[[Union[bytes, str]], Any]]
-try:
-    import msgspec
-except ImportError:  # pragma: no cover - msgspec is a dependency; a bare environment still reads logs
-    _decode = None
-else:
-    _decode = msgspec.json.Decoder().decode
+
+def _first(data: Union[bytes, str]) -> Any:
+    """The first call: msgspec imported here (not at import: commands that read no JSON do not pay for it)."""
+    global _decode
+    try:
+        import msgspec
+    except ImportError:  # msgspec is a dependency; without it logs still read, with json.loads
+        _decode = json.loads
+    else:
+        _decode = msgspec.json.Decoder().decode
+    return _decode(data)
+
+
+_decode: Callable[[Union[bytes, str]], Any] = _first
 
 
 def loads(data: Union[bytes, str]) -> Any:
     """``json.loads(data)`` (bytes are UTF-8)."""
-    if _decode is not None:
-        try:
-            return _decode(data)
-        except ValueError:  # msgspec.DecodeError / ValidationError, UnicodeDecodeError: json.loads decides
-            pass
-    return json.loads(data)
+    try:
+        return _decode(data)
+    except ValueError:  # msgspec.DecodeError / ValidationError, UnicodeDecodeError: json.loads decides
+        return json.loads(data)
 
 
 def loads_text(data: bytes) -> Any:
     """``json.loads(data.decode("utf-8", errors="replace"))``: bytes that are not UTF-8 read with U+FFFD."""
-    if _decode is not None:
-        try:
-            return _decode(data)
-        except ValueError:
-            pass
-    return json.loads(data.decode("utf-8", errors="replace"))
+    try:
+        return _decode(data)
+    except ValueError:
+        return json.loads(data.decode("utf-8", errors="replace"))
