@@ -19,10 +19,14 @@ def _first(data: Union[bytes, str]) -> Any:
     try:
         import msgspec
     except ImportError:  # msgspec is a dependency; without it logs still read, with json.loads
-        _decode = json.loads
+        _decode = _unavailable
     else:
         _decode = msgspec.json.Decoder().decode
     return _decode(data)
+
+
+def _unavailable(data: Union[bytes, str]) -> Any:
+    raise ValueError("msgspec is not installed")  # every input is read by json.loads
 
 
 _decode: Callable[[Union[bytes, str]], Any] = _first
