@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: characters of arguments each memoized function keeps results for (graph code and kernel wrappers dominate)
-BUDGET = 32 << 20
+BUDGET = 16 << 20
 
 _on = False
 _caches: list[_Cache] = []
