@@ -9,13 +9,15 @@ jobs=J)`` in a fresh child process (``python -c``), so the time includes the int
 directory, every rank's report, the merge and the divergence of all ranks (``analysis.divergence``, as the
 landing view computes it); peak RSS is the child's (``os.wait4``'s ``ru_maxrss``: the process that holds the
 merged report), and a worker's is the largest of its pool workers' (``RUSAGE_CHILDREN`` in the child).
-MB = 10^6 bytes of log text. The rows give the best of ``--runs``; the growth exponent is the least-squares
+CPU s is the child's CPU time with its pool workers' (user + system: on a machine other jobs share, MB per CPU
+second is the reader's own rate where wall time is not). MB = 10^6 bytes of log text. The rows give the best of ``--runs``; the growth exponent is the least-squares
 slope of log time (and log RSS) on log ranks, over the rank counts of one ``--jobs``.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import math
 import os
@@ -54,7 +56,8 @@ def _run(directory: Path, jobs: int) -> dict[str, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"reading {directory} with --jobs {jobs} failed")
     got = json.loads(out)
-    got.update(wall_s=wall, rss_mb=usage.ru_maxrss / 1024)
+    # the child's CPU time and its pool workers' (reaped by the child, so counted in its usage)
+    got.update(wall_s=wall, rss_mb=usage.ru_maxrss / 1024, cpu_s=usage.ru_utime + usage.ru_stime)
     return got
 
 
@@ -73,14 +76,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="write the directories here and keep them")
     args = ap.parse_args()
+    # the package's bytecode written first, as installing it does: a child that compiles tcinspect's modules on
+    # every start (PYTHONDONTWRITEBYTECODE, a read-only checkout) would time Python's compiler, not the reader
+    compileall.compile_dir(ROOT / "src" / "tcinspect", quiet=1)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     # the speed-up is over the first; 0 (the reader's own choice) last
     jobs = sorted({int(j) for j in args.jobs.split(",")} if args.jobs else {1, cores}, key=lambda j: (j == 0, j))
     counts = [int(n) for n in args.ranks.split(",")]
     print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine} · source {args.source} · "
           f"best of {args.runs}")
-    print("\n| ranks | MB | --jobs | wall s | s per rank | MB/s | MB/s per core | speed-up | peak RSS MB | a worker's MB |"
-          "\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| ranks | MB | --jobs | wall s | s per rank | MB/s | MB/s per core | speed-up | peak RSS MB | a worker's MB "
+          "| CPU s | MB per CPU s |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows: dict[int, list[tuple[int, float, float]]] = {j: [] for j in jobs}
     checks: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
@@ -104,7 +110,8 @@ def main() -> None:
                                   f"(target ≥ 0.7 × {j} = {0.7 * j:.1f}: {'met' if first / wall >= 0.7 * j else 'not met'})")
                 per_core = f"{mb / wall / j:.0f}" if j else ""
                 print(f"| {n:,} | {mb:.0f} | {j or 'default'} | {wall:.2f} | {wall / n:.4f} | {mb / wall:.0f} | {per_core} | "
-                      f"{first / wall:.2f}× | {rss:.0f} | {worker} |", flush=True)
+                      f"{first / wall:.2f}× | {rss:.0f} | {worker} | {best['cpu_s']:.2f} | {mb / best['cpu_s']:.0f} |",
+                      flush=True)
     if len(counts) > 1:
         print()
         for j, got in rows.items():

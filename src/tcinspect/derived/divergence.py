@@ -7,6 +7,7 @@ stage after this one reads it (or calls ``divergences`` on ranks of its own).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -134,8 +135,14 @@ def guard_key(g: Any) -> tuple[str, str, str]:
 
 def _guards(v: _RankView, cid: str) -> tuple[Any, str]:
     g = v.graphs.get(cid)
-    keys = frozenset(guard_key(x) for x in g.guards) if g is not None else frozenset()
+    keys = _guard_keys(g.guards) if g is not None else frozenset()
     return keys, f"{len(keys)} guards"
+
+
+@functools.lru_cache(maxsize=256)
+def _guard_keys(guards: tuple[Any, ...]) -> frozenset[tuple[str, str, str]]:
+    """The guard keys of one graph's guards: ranks that compiled alike share their guards, computed once."""
+    return frozenset(guard_key(x) for x in guards)
 
 
 def _recompiles(v: _RankView, cid: str) -> tuple[Any, str]:

@@ -15,6 +15,7 @@ from tcinspect.parse.events import BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, Event
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
 from tcinspect.parse.inductor import aot_id_of, parse_output_code, part_of
+from tcinspect.parse.memo import memoized
 from tcinspect.report import (
     FAILED,
     NOT_RUN,
@@ -149,6 +150,7 @@ def _recompile_reasons(all_events: list[Event]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
+@memoized
 def _reanchor(graph: Graph, anchors: Optional[Graph]) -> Graph:
     """Point node sources at this run's user code.
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from typing import Optional
 
+from tcinspect.parse.memo import memoized
 from tcinspect.report import BackendFailure, GraphBreak, SourceLocation
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$", re.M)
@@ -63,6 +64,7 @@ def _in_torch(path: str) -> bool:
     return any(f"{sep}torch{slash}" in path for sep in ("site-packages/", "dist-packages/") for slash in ("/", "\\"))
 
 
+@memoized
 def parse_break(text: str, compile_id: str, compiled: tuple[str, str] = ("", "")) -> GraphBreak:
     """One graph break from PyTorch's text (``compiled``: the file and function of the frame being compiled)."""
     head = text.split("\nTraceback (most recent call last):", 1)[0]

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
+from tcinspect.parse import jsonfast
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
+from tcinspect.parse.memo import memoized
 from tcinspect.report import (
     CacheKeyComponent,
     CacheLookup,
@@ -209,7 +211,8 @@ def _compile_threads(metrics: dict[str, Any]) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _caches(events: Sequence[Event]) -> dict[tuple[str, str], list[CacheLookup]]:
+def _caches(events: Sequence[Event], spans: Optional[Sequence[Optional[Span]]] = None) \
+        -> dict[tuple[str, str], list[CacheLookup]]:
     """Cache look-ups per (compile id, root part), from torch's fx_graph_cache_* / aotautograd_cache_* artifacts.
 
     An FX graph look-up belongs to the root span open when it was logged. An AOTAutograd cache hit
@@ -220,9 +223,9 @@ def _caches(events: Sequence[Event]) -> dict[tuple[str, str], list[CacheLookup]]
     open_root: dict[str, str] = {}
     loading: dict[str, int] = {}  # compile id -> AOTAutogradCache.inductor_load spans open
     loaded: dict[str, int] = {}  # compile id -> FX graphs loaded by AOTAutograd cache hits so far
-    for ev in events:
+    for i, ev in enumerate(events):
         if ev.name == CHROMIUM_EVENT:
-            s = span_of(ev)
+            s = span_of(ev) if spans is None else spans[i]  # spans: each event's span_of, computed once
             if s is None or not s.compile_id or s.ph not in ("B", "E"):
                 continue
             if s.name in (FORWARD_ROOT, BACKWARD_ROOT):
@@ -243,11 +246,10 @@ def _caches(events: Sequence[Event]) -> dict[tuple[str, str], list[CacheLookup]]
         m = _CACHE_EVENT.fullmatch(ev.name)
         if m is None or not ev.compile_id:
             continue
-        cid, data = ev.compile_id, json_payload(ev)
-        data = data if isinstance(data, dict) else {}
+        cid = ev.compile_id
+        data, found = _cache_artifact(ev.payload)
         reason = str(data.get("cache_bypass_reason") or "")
         root = open_root.get(cid, "forward")
-        found = _lookup_fields(data)
         if m.group(1) == "aotautograd":
             lookup = CacheLookup("aot_autograd", "", m.group(2), reason, round(_num(data, "time_saved_ms") / 1e3, 3),
                                  **found)
@@ -266,20 +268,57 @@ def _caches(events: Sequence[Event]) -> dict[tuple[str, str], list[CacheLookup]]
 PRECOMPILE_BYPASS = "precompile_cache_bypass"
 #: how much of a key component's value a report keeps (its hash stands for the whole)
 COMPONENT_VALUE_CHARS = 160
-_COMPONENT = re.compile(r"\[(?P<hash>[^\]]*)\] (?P<name>[^:]+?): (?P<value>.*)", re.DOTALL)
+#: the value is the rest of the string, which can be long (a graph's code): it is cut before it is copied
+_COMPONENT = re.compile(r"\[(?P<hash>[^\]]*)\] (?P<name>[^:]+?): ")
 
 
 def key_components(items: Any) -> tuple[CacheKeyComponent, ...]:
     """torch's ``components`` list (``[hash] name: value`` strings) as components; others skipped."""
+    if not isinstance(items, list):
+        return ()
+    if all(isinstance(item, str) for item in items):  # equal on ranks that compiled alike: read once (parse/memo.py)
+        return _components(tuple(items))
+    return _read_components(items)
+
+
+def _read_components(items: Sequence[Any]) -> tuple[CacheKeyComponent, ...]:
     out = []
-    for item in items if isinstance(items, list) else ():
+    for item in items:
         m = _COMPONENT.match(item) if isinstance(item, str) else None
         if m is not None:
-            value = m["value"].strip()
-            if len(value) > COMPONENT_VALUE_CHARS:
-                value = value[:COMPONENT_VALUE_CHARS] + "…"
-            out.append(CacheKeyComponent(m["name"].strip(), m["hash"], value))
+            out.append(CacheKeyComponent(m["name"].strip(), m["hash"], _value(item, m.end())))
     return tuple(out)
+
+
+_components = memoized(_read_components)
+
+
+def _value(item: str, start: int) -> str:
+    """``item[start:].strip()``, cut to ``COMPONENT_VALUE_CHARS`` (and "…"), without copying the whole rest."""
+    end = len(item)
+    while start < end and item[start].isspace():
+        start += 1
+    if end - start > 2 * COMPONENT_VALUE_CHARS:  # only a long value's tail is looked at, for trailing whitespace
+        tail = item[end - COMPONENT_VALUE_CHARS:]
+        stripped = tail.rstrip()
+        if stripped:
+            return item[start:start + COMPONENT_VALUE_CHARS] + "…"
+    value = item[start:end].strip()
+    if len(value) > COMPONENT_VALUE_CHARS:
+        value = value[:COMPONENT_VALUE_CHARS] + "…"
+    return value
+
+
+@memoized
+def _cache_artifact(payload: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A cache artifact's JSON (``{}`` when it is none) and its ``_lookup_fields``: equal on ranks that compiled
+    alike, read once (parse/memo.py); neither is changed by its callers."""
+    try:
+        data = jsonfast.loads(payload) if payload else None
+    except ValueError:
+        data = None
+    data = data if isinstance(data, dict) else {}
+    return data, _lookup_fields(data)
 
 
 def _lookup_fields(data: dict[str, Any]) -> dict[str, Any]:
@@ -296,7 +335,8 @@ _CACHE_EVENT = re.compile(r"(fx_graph|aotautograd)_cache_(hit|miss|bypass|disabl
 def build(events: Iterable[Event], recompiles: Sequence[Recompile] = ()) -> Optional[CompileTime]:
     """Every compile's phase tree, torch's totals, the cache look-ups and the findings; None if no span."""
     evs = list(events)
-    spans = [s for s in (span_of(e) for e in evs) if s is not None]
+    each = [span_of(e) for e in evs]
+    spans = [s for s in each if s is not None]
     if not spans:
         return None
     trees = spans_to_trees(spans)
@@ -309,7 +349,7 @@ def build(events: Iterable[Event], recompiles: Sequence[Recompile] = ()) -> Opti
             threads = threads or _compile_threads(e.meta)
         elif e.name == "bwd_compilation_metrics" and e.compile_id:
             backward_metrics.setdefault(e.compile_id, []).append(e.meta)
-    caches = _caches(evs)
+    caches = _caches(evs, each)
     all_roots = [r for roots in trees.roots.values() for r in roots]
     origin = min((r.start for r in all_roots), default=0.0)
 

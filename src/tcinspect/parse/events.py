@@ -6,6 +6,7 @@ how a torch version names or nests an event are handled here and nowhere else.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from tcinspect.parse import jsonfast
 from tcinspect.report import EventCount, ParseHealth
 
 # Keys PyTorch adds beside an event's own metadata (torch/_logging/_internal.py, trace_structured).
@@ -124,7 +126,7 @@ class Event:
     #: Set for a frame compiled inside compiled autograd's backward graph (torch's CompileId).
     compiled_autograd_id: Optional[int] = None
 
-    @property
+    @functools.cached_property  # read for every event by every stage's grouping
     def compile_id(self) -> str:
         if self.frame_id is None:
             return ""
@@ -182,7 +184,7 @@ def compact_span(meta: Any, payload: Any) -> dict[str, Any]:
         return meta
     if isinstance(payload, str):
         try:
-            payload = json.loads(payload)
+            payload = jsonfast.loads(payload)
         except ValueError:
             return {}
     if not isinstance(payload, dict):
@@ -288,6 +290,6 @@ def named(events: Iterable[Event], *names: str) -> Iterator[Event]:
 
 def json_payload(ev: Event) -> Any:
     try:
-        return json.loads(ev.payload) if ev.payload else None
+        return jsonfast.loads(ev.payload) if ev.payload else None
     except ValueError:
         return None

@@ -10,6 +10,7 @@ import re
 from collections.abc import Container
 from typing import Optional
 
+from tcinspect.parse.memo import memoized
 from tcinspect.report import Graph, Node, SourceLocation
 
 # torch 2.14+ writes "# Backward of forward node: File: ..." above the nodes of a backward graph
@@ -145,6 +146,7 @@ def _inplace_node(line: str, source: Optional[SourceLocation]) -> Optional[Node]
                 stride=stride, device=device, source=source)
 
 
+@memoized
 def parse_graph(name: str, code: str) -> Graph:
     """Parse one graph's readable code into a ``Graph`` with its node table."""
     lines = code.splitlines()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tcinspect.parse.memo import memoized
 from tcinspect.report import Guard
 
 _LEAF = re.compile(r"\+-\s+(?P<type>[A-Z][A-Z0-9_]*):\s*(?P<rest>.*)$")
@@ -85,6 +86,7 @@ def _stable(expression: str) -> str:
     return _BUILTINS_DICT.sub(r"\1N", _ADDRESS.sub("0x…", _OBJECT_ID.sub(r"\1<id>", expression)))
 
 
+@memoized
 def parse_guards(text: str) -> tuple[Guard, ...]:
     """Leaf guards of a guard-manager tree, in the order PyTorch prints them."""
     out = []

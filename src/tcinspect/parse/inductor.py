@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from typing import Optional
 
+from tcinspect.parse.memo import memoized
 from tcinspect.report import Graph, Kernel
 
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?(?P<id>[^'\]\s]+)")
@@ -183,6 +184,7 @@ def _launch_args(line: str, var: str) -> list[str]:
     return args
 
 
+@memoized
 def parse_output_code(wrapper: str, post_grad: Optional[Graph] = None,
                       user_graph: Optional[Graph] = None) -> tuple[Kernel, ...]:
     """Every kernel the wrapper launches, in launch order.

@@ -14,7 +14,6 @@ most held at once), and only the payloads the report is built from are decoded.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pickle
 import re
@@ -28,7 +27,7 @@ from typing import IO, Any, Optional, Union
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import logfiles, shapes
+from tcinspect.parse import jsonfast, logfiles, memo, shapes
 from tcinspect.parse.events import Event
 from tcinspect.report import DdpSplit, EventCount, IgnoredFile, Options, ParseHealth, Report, Stages, Target
 
@@ -97,7 +96,7 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     head = record if nl < 0 else record[:nl]
     m = _GLOG.match(head)
     try:
-        meta = json.loads(head[m.end():]) if m is not None else None
+        meta = jsonfast.loads(head[m.end():]) if m is not None else None
     except ValueError:
         meta = None
     if not isinstance(meta, dict):
@@ -121,6 +120,22 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
     if name in ev_mod.IGNORED:
         return None
+    if name == ev_mod.CHROMIUM_EVENT and payload is not None:
+        # the span's JSON read from the bytes (not decoded to text first), kept compact as from_record keeps it
+        try:
+            span = jsonfast.loads_text(payload)
+        except ValueError:
+            span = None
+        if isinstance(span, str):  # JSON text of a string is no span (compact_span would read the string as JSON)
+            span = None
+        key = "artifact" if "artifact" in meta else name  # where from_record looks for the event's own metadata
+        try:  # the Event from_record(meta with the compact span, None) makes
+            return Event(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
+                         attempt=int(meta.get("attempt") or 0), meta=ev_mod.compact_span(meta.get(key), span),
+                         compiled_autograd_id=meta.get("compiled_autograd_id"))
+        except (TypeError, ValueError):
+            health.lines_not_understood += 1
+            return None
     keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
     text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
@@ -246,8 +261,26 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     parts = []
     for value in values:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        parts.append((hashlib.blake2b(data, digest_size=16).digest(), data))
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
+            if digest in _sent:
+                data = b""
+            else:
+                _sent.add(digest)
+        parts.append((digest, data))
     return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
+
+
+#: in a pool worker, the digests of the parts it has sent: the reader takes each worker's results in the order the
+#: worker read them (one worker reads its ranks in submission order, and results are merged in that order), so a
+#: part is unpickled from the first result that carries it and later ones need only its digest
+_sent: Optional[set[bytes]] = None
+
+
+def _worker_start() -> None:
+    global _sent
+    _sent = set()
+    memo.enable()
 
 
 def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
@@ -317,17 +350,21 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
     in flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
-        yield from (read_rank(e) for e in entries)
+        with memo.across_ranks():
+            yield from (read_rank(e) for e in entries)
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
+
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     try:
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        yield from (read_rank(e) for e in entries)
+        with memo.across_ranks():
+            yield from (read_rank(e) for e in entries)
         return
     window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:

@@ -1,0 +1,201 @@
+"""Reading rank logs fast gives the same reports: JSON as json.loads reads it, parsers that keep their results
+across ranks, chromium spans read from bytes, pool workers that send each part once. Pure: no torch."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from tcinspect import serialize
+from tcinspect.parse import compiletime, jsonfast, memo, torchtrace
+from tcinspect.parse import events as ev_mod
+from tcinspect.report import CacheKeyComponent
+
+DDP = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "ddp_rank_branch"
+RANK0, RANK1 = DDP / "dedicated_log_torch_trace_rank_0_pznkmk13.log.gz", DDP / "dedicated_log_torch_trace_rank_1_yh9colpj.log.gz"
+
+# what strict JSON parsers read differently from json.loads, or refuse: each must read as json.loads reads it
+JSON_CASES = [b'123456789012345678901234567890', b'-9223372036854775809', b'18446744073709551616', b'1e400', b'-1e400',
+              b'NaN', b'[Infinity, -Infinity]', b'"\\ud800"', b'"\\ud83d\\ude00"', b'\xef\xbb\xbf{"a": 1}',
+              b'{"a": 1, "a": 2, "b": 3}', b'[0.1, 5e-324, 1.7976931348623157e308, -0.0, 1E5, 4.35]', b'"\\u0000"',
+              b'"\xc3\xa9"', b'"\xff"', b'1.', b'01', b'', b'{"k": [1, {"n": null, "t": true}]} ', b'{"a": 1} x']
+
+
+def _outcome(fn, data):
+    try:
+        value = fn(data)
+    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError alike
+        return "error", type(exc).__name__
+    return "value", repr(value)
+
+
+@pytest.mark.parametrize("data", JSON_CASES)
+@pytest.mark.parametrize("msgspec", [True, False], ids=["msgspec", "without msgspec"])
+def test_json_reads_every_input_as_json_loads(data, msgspec, monkeypatch):
+    if not msgspec:
+        monkeypatch.setattr(jsonfast, "_decode", jsonfast._unavailable)
+    assert _outcome(jsonfast.loads, data) == _outcome(json.loads, data)
+    text = data.decode("utf-8", errors="replace")
+    assert _outcome(jsonfast.loads, text) == _outcome(json.loads, text)
+    assert _outcome(jsonfast.loads_text, data) == _outcome(json.loads, text)
+
+
+def test_memoized_results_live_only_across_ranks():
+    calls = []
+
+    @memo.memoized
+    def parse(text, graph=None):
+        calls.append(text)
+        return (text.upper(), graph)
+
+    assert parse("a") == ("A", None) and parse("a") == ("A", None) and len(calls) == 2  # off: every call parses
+    graph, twin = ["a graph"], ["a graph"]
+    with memo.across_ranks():
+        first = parse("a", graph)
+        assert parse("a", graph) is first and len(calls) == 3  # equal strings, the same object: kept
+        assert parse("a", twin) == first and len(calls) == 4  # an equal object that is another: parsed (by identity)
+        assert parse("a", graph=graph) == first and len(calls) == 5  # keywords: never kept
+        assert parse("a", ("t", [])) == ("A", ("t", [])) and len(calls) == 6  # unhashable: never kept
+    with memo.across_ranks():
+        parse("a", graph)
+        assert len(calls) == 7  # dropped when the reading ended
+
+
+def test_memoized_results_are_bounded(monkeypatch):
+    monkeypatch.setattr(memo, "BUDGET", 1000)
+    calls = []
+
+    @memo.memoized
+    def parse(text):
+        calls.append(text)
+        return len(text)
+
+    with memo.across_ranks():
+        for i in range(10):
+            parse(f"{i}" * 300)
+        parse("0" * 300)  # the oldest was dropped to keep within the budget
+        parse("9" * 300)  # the newest is kept
+    assert len(calls) == 11
+
+
+def _rank_dir(tmp_path: Path, n: int) -> Path:
+    d = tmp_path / "ranks"
+    d.mkdir()
+    logs = []
+    for src in (RANK0, RANK1):
+        with gzip.open(src) as fh:
+            logs.append(fh.read())
+    for rank in range(n):
+        data = logs[1 if rank % 4 == 1 else 0]
+        if rank == n - 1:
+            data = data[: len(data) * 3 // 5]  # killed mid-write
+        (d / f"dedicated_log_torch_trace_rank_{rank}_abcd{rank:04d}.log").write_bytes(data)
+    return d
+
+
+def test_ranks_read_with_kept_results_and_by_workers_as_each_alone(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 6)
+    fast = serialize.to_dict(torchtrace.read(d, jobs=1), timings=False)
+    assert serialize.to_dict(torchtrace.read(d, jobs=2), timings=False) == fast
+    # parsing every rank afresh (no result kept across ranks) reads the same report
+    monkeypatch.setattr(memo, "_on", False)
+    monkeypatch.setattr(memo, "across_ranks", lambda: _Nothing())
+    assert serialize.to_dict(torchtrace.read(d, jobs=1), timings=False) == fast
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_worker_sends_each_part_once(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 3)
+    logs = sorted(d.iterdir())
+    monkeypatch.setattr(torchtrace, "_sent", set())
+    first = torchtrace.read_rank((0, str(logs[0])))
+    again = torchtrace.read_rank((2, str(logs[0])))
+    other = torchtrace.read_rank((1, str(logs[1])))
+    assert all(data for _, data in first[2])
+    assert [digest for digest, _ in again[2]] == [digest for digest, _ in first[2]]
+    assert not any(data for _, data in again[2])  # the reader has them from the first
+    assert any(data for _, data in other[2])  # rank 1 took another branch: its own parts travel
+    monkeypatch.setattr(torchtrace, "_sent", None)
+    merged = torchtrace.merge_ranks([first, other, again], str(d), (), {})
+    alone = torchtrace.merge_ranks([torchtrace.read_rank((r, str(p))) for r, p in ((0, logs[0]), (1, logs[1]),
+                                                                                    (2, logs[0]))], str(d), (), {})
+    assert serialize.to_dict(merged, timings=False) == serialize.to_dict(alone, timings=False)
+    assert merged.ranks[2].stages.dynamo is merged.ranks[0].stages.dynamo
+
+
+_OLD_COMPONENT = re.compile(r"\[(?P<hash>[^\]]*)\] (?P<name>[^:]+?): (?P<value>.*)", re.DOTALL)
+
+
+def _components_as_before(items):
+    out = []
+    for item in items:
+        m = _OLD_COMPONENT.match(item) if isinstance(item, str) else None
+        if m is not None:
+            value = m["value"].strip()
+            if len(value) > compiletime.COMPONENT_VALUE_CHARS:
+                value = value[:compiletime.COMPONENT_VALUE_CHARS] + "…"
+            out.append(CacheKeyComponent(m["name"].strip(), m["hash"], value))
+    return tuple(out)
+
+
+def test_cache_key_components_are_cut_as_before():
+    rng = random.Random(0)
+    chars = [" ", "\t", "\n", "a", ":", "]", "[", "\u2003", "\x1c"]
+    for _ in range(3000):
+        body = "".join(rng.choice(chars) for _ in range(rng.choice([0, 5, 159, 160, 161, 320, 321, 700])))
+        item = rng.choice(["[h] n: ", "[h]  n :  ", "[ab] na:me: ", "[] : ", "x", "[h] n:"]) + body + \
+            rng.choice(["", "   ", " " * 200, "\n" * 170, "z"])
+        items = [item, 3, {"x": 1}] if rng.random() < 0.1 else [item]
+        assert compiletime.key_components(items) == _components_as_before(items), items
+        with memo.across_ranks():
+            assert compiletime.key_components(items) == _components_as_before(items)
+
+
+def _record(meta: dict, payload: bytes | None, md5: str | None = None) -> bytes:
+    if payload is not None:
+        meta = {**meta, "has_payload": md5 or hashlib.md5(payload).hexdigest()}
+    head = b"V1123 07:01:04.270000 5375 torch/_dynamo/utils.py:1] " + json.dumps(meta).encode()
+    return head if payload is None else head + b"\n\t" + payload.replace(b"\n", b"\n\t")
+
+
+CHROMIUM = {"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+SPAN = json.dumps({"name": "dynamo", "ts": 1.5, "ph": "B", "args": {"compile_id": "0/0", "other": 1}}).encode()
+
+
+@pytest.mark.parametrize("meta,payload", [
+    (CHROMIUM, SPAN),
+    (CHROMIUM, SPAN.replace(b"dynamo", b"dyn\xffamo")),  # not UTF-8: read as the text decoded with U+FFFD
+    (CHROMIUM, b'"a string"'), (CHROMIUM, b"not json"), (CHROMIUM, b"[1, 2]"), (CHROMIUM, b'{"ph": "E"}\nmore'),
+    ({**CHROMIUM, "chromium_event": {"ph": "i", "name": "kept"}}, b"not json"),  # already compact: kept as it is
+    ({"frame_id": 1, "chromium_event": {}, "compiled_autograd_id": 2}, SPAN),
+    ({**CHROMIUM, "attempt": "x"}, SPAN),  # a value of the wrong type: not understood
+    ({**CHROMIUM, "attempt": [1]}, SPAN),
+    ({"artifact": {"name": "chromium_event"}, "frame_id": 3}, SPAN),
+])
+def test_a_chromium_span_reads_as_from_record_reads_it(meta, payload):
+    health, strings = torchtrace.LogHealth(), {}
+    got = torchtrace._event(_record(meta, payload), False, strings, health)
+    want_meta = json.loads(json.dumps(meta))
+    try:
+        want = ev_mod.from_record(want_meta, payload.decode("utf-8", errors="replace"))
+    except (TypeError, ValueError):
+        want = None
+    assert (got is None) == (want is None) and health.lines_not_understood == (want is None)
+    if want is not None:
+        assert (got.name, got.frame_id, got.frame_compile_id, got.attempt, got.meta, got.payload, got.call,
+                got.compiled_autograd_id) == (want.name, want.frame_id, want.frame_compile_id, want.attempt,
+                                              want.meta, want.payload, want.call, want.compiled_autograd_id)
+
