@@ -564,7 +564,7 @@ def divergence_findings(model: str, rep: Report) -> list[Any]:
 
 def measures_peaks(limits: Limits, baseline_entry: Optional[dict[str, Any]]) -> bool:
     """Whether ``check`` has a peak budget for this model, and so asks the capture to measure the step peaks
-    (two more training steps, on a CUDA device): a --max-peak-ratio / max_peak_ratio, or a baseline entry that
+    (warm-up and measured steps, on a CUDA device): a --max-peak-ratio / max_peak_ratio, or a baseline entry that
     records a peak_ratio. Other checks capture the model as ``trace`` would, with no extra step."""
     if limits.peak_ratio is not None:
         return True

@@ -39,7 +39,7 @@ def memory(
     opts = c.options(backend, mode, False, dynamic, False, device)
     from tcinspect.report import Options
 
-    # the step peaks are measured (two more training steps, on a CUDA device) only when this view asks; a report
+    # the step peaks are measured (more training steps, on a CUDA device) only when this view asks; a report
     # captured without them answers where they could not have been measured (a CPU run: request._unmeasured)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
                    rank=rank, strict=strict, timeout=timeout, script=script, also_accept=[Options.of(opts)],
