@@ -96,6 +96,7 @@ def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name)
     # model first in the same cache, so tcinspect's compile is served from the FX graph cache: no estimate
     hits = [o.cache for o in case.report.stages.inductor.outputs]
     assert hits == ["hit", "hit"] and not g.inductor_peaks
+    assert [e.note for e in views.estimates(case.report, g)] == [views.WARM_NO_ESTIMATE] * 2  # said, per part
     if name == "mlp_train":  # compiled cold, in a private cache: both graphs' estimates
         from tcinspect.capturing.engine import capture
         from tcinspect.report import Options
@@ -104,6 +105,8 @@ def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name)
         peaks = cold.memory.graphs[0].inductor_peaks
         assert {p.part for p in peaks} == {"forward", "backward"}  # reorder_for_peak_memory's estimates
         assert all(p.chosen > 0 and p.methods[0][0] == "baseline" for p in peaks)
+        assert [(e.part, e.note) for e in views.estimates(cold, cold.memory.graphs[0])] == [("forward", ""),
+                                                                                           ("backward", "")]
 
 
 @pytest.mark.slow

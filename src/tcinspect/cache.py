@@ -83,10 +83,19 @@ def key(model_path: Path, sha256: str, options: Options, extra: Sequence[str] = 
         "torch": installed_torch_version(),
         "schema": SCHEMA_VERSION,
         "tcinspect": __version__,
-        "options": asdict(options),
+        "options": keyed_options(options),
         "extra": list(extra),
     }, sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def keyed_options(options: Options) -> dict:
+    """The options as the cache key holds them: ``measure_memory`` only when asked for, so that a capture
+    that does not measure keeps the key it had before the option existed (and its cached report)."""
+    fields = asdict(options)
+    if not options.measure_memory:
+        del fields["measure_memory"]
+    return fields
 
 
 def _entry_path(model_path: Path, k: str) -> Path:

@@ -374,6 +374,9 @@ class Options:
     try_mode: str = ""
     #: ``guards --per-call N``: after compiling, time N calls per input set under torch.profiler (0: none)
     per_call: int = 0
+    #: measure one training step's peak memory, compiled and eager, on a CUDA device after compiling (``memory``,
+    #: ``check --max-peak-ratio``): warm-up and measured steps, compiled and eager, so only when asked for
+    measure_memory: bool = False
 
     @classmethod
     def of(cls, compile: CompileOptions, verify: Optional[VerifyRequest] = None,

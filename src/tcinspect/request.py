@@ -45,6 +45,8 @@ class Request:
         also_accept: other recorded options whose cached reports answer this request too.
         per_call: ``guards --per-call N``: after compiling, time N calls per input set under torch.profiler.
         jobs: processes that read the rank logs of a TORCH_TRACE directory (default: one per idle core).
+        measure_memory: on a CUDA device, measure one training step's peak memory compiled and eager after
+            compiling (``memory``, ``check --max-peak-ratio``); a capture that does not ask runs no extra step.
     """
 
     file: Optional[str] = None
@@ -67,11 +69,13 @@ class Request:
     also_accept: tuple[Options, ...] = field(default=(), compare=False)
     per_call: int = 0
     jobs: Optional[int] = None
+    measure_memory: bool = False
 
     @property
     def options(self) -> Options:
         """The options as the report records them."""
-        return replace(Options.of(self.compile, self.verify, self.export, self.bench), per_call=self.per_call)
+        return replace(Options.of(self.compile, self.verify, self.export, self.bench), per_call=self.per_call,
+                       measure_memory=self.measure_memory)
 
 
 @dataclass(frozen=True)
@@ -319,6 +323,8 @@ def _resolve(
             # its backend failed on graphs (run eagerly, each a "WON'T CONVERT" restart): Dynamo's graphs and
             # breaks under the backend asked for differ, so that report cannot answer for it
             entry = None
+        if entry is not None and _unmeasured(entry.report, options):
+            entry = None  # a CUDA capture that measured no peaks cannot answer a request to measure them
         if entry is not None:
             differs = recorded_options_note(entry.report.options, options)
             return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}"
@@ -356,6 +362,13 @@ def _resolve(
             report = caches.with_changes(report, before.report, f"the last run ({before.describe()})")
         cache.store(path, keys[0], report)
     return Obtained(report)
+
+
+def _unmeasured(rep: Report, options: Options) -> bool:
+    """Whether ``rep`` lacks the peak measurement ``options`` ask for where its capture could have made one (a
+    CUDA run with a memory section); a CPU capture measures nothing either way, so it answers."""
+    return (options.measure_memory and rep.memory is not None and rep.memory.measured is None
+            and rep.device.startswith("cuda") and rep.options.backward)
 
 
 def _check_inductor_cache_dir() -> None:

@@ -560,3 +560,12 @@ def divergence_findings(model: str, rep: Report) -> list[Any]:
         file, line = break_line(rep.ranks, first) if lead.aspect == "graph_breaks" else (rep.target.path, 0)
         out.append(Finding(model, "rank divergence", "fail", message, file, line))
     return out
+
+
+def measures_peaks(limits: Limits, baseline_entry: Optional[dict[str, Any]]) -> bool:
+    """Whether ``check`` has a peak budget for this model, and so asks the capture to measure the step peaks
+    (warm-up and measured steps, on a CUDA device): a --max-peak-ratio / max_peak_ratio, or a baseline entry that
+    records a peak_ratio. Other checks capture the model as ``trace`` would, with no extra step."""
+    if limits.peak_ratio is not None:
+        return True
+    return isinstance(baseline_entry, dict) and isinstance(baseline_entry.get("peak_ratio"), (int, float))

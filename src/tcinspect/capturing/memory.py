@@ -1,11 +1,17 @@
 """Peak memory of one training step, compiled and eager, on a CUDA GPU (``tcinspect memory``).
 
-Each step (forward, then backward on the output's scalar loss) starts with every gradient dropped and the
-allocator's peak statistics reset (``torch.cuda.reset_peak_memory_stats``), and reads
-``torch.cuda.max_memory_allocated`` at its end: the peak of the CUDA caching allocator over the step,
-parameters and inputs included. ``memory_allocated`` after the forward, less at its start, is what the
-forward left alive for the backward (saved tensors and outputs). On a CPU nothing is measured: PyTorch keeps
-no allocator peak there, and process-wide RSS is not the tensors' memory.
+Measured only when asked for (``Options.measure_memory``: the ``memory`` command, ``check``'s peak budgets),
+since it runs the model more times than the capture does: inspecting must not change what a plain capture runs.
+
+Each step (forward, then backward on the output's scalar loss) starts with every gradient dropped, Python's
+garbage collected and then paused, and the allocator's peak statistics reset
+(``torch.cuda.reset_peak_memory_stats``), and reads ``torch.cuda.max_memory_allocated`` at its end: the peak
+of the CUDA caching allocator over the step, parameters and inputs included. ``memory_allocated`` after the
+forward, less at its start, is what the forward left alive for the backward (saved tensors and outputs). The
+step measured is never a function's first: a warm-up step of the same function runs just before it, so what a
+first call allocates once and keeps (a cuBLAS workspace per handle and stream, lazily built state) is in the
+start of the step measured, not in its rise. On a CPU nothing is measured: PyTorch keeps no allocator peak
+there, and process-wide RSS is not the tensors' memory.
 """
 
 from __future__ import annotations
@@ -17,8 +23,15 @@ from typing import Any, Optional
 from tcinspect.capturing import modelfile, outputs
 from tcinspect.report import MemoryMeasurement, Options, Report
 
-METHOD = ("torch.cuda.max_memory_allocated over one step (forward + backward), peak stats reset and "
-          "gradients dropped before it; memory_allocated after the forward less at its start")
+METHOD = ("torch.cuda.max_memory_allocated over one step (forward + backward), after a warm-up step of the same "
+          "function; peak stats reset, gradients dropped and garbage collected before it, no collection during it; "
+          "memory_allocated after the forward less at its start")
+#: steps of the same function run just before the one measured (CUDA graph trees: warm up, then record)
+WARMUP_STEPS = 1
+CUDAGRAPH_WARMUP_STEPS = 2
+#: why a CUDA capture has no measurement when nothing asked for one
+NOT_ASKED = ("not measured: this capture was not asked to (peaks are measured by `tcinspect memory` and by `check` "
+             "with a peak budget, which run warm-up and measured training steps on the GPU after compiling)")
 
 
 def _drop_grads(model: Any, inputs: Any) -> None:
@@ -34,6 +47,8 @@ def _drop_grads(model: Any, inputs: Any) -> None:
 def step_peak(fn: Callable[..., Any], model: Any, inputs: Any, new_step: bool = False) -> tuple[int, int, int]:
     """(memory at the start, peak over the step, memory left alive by the forward) of one training step;
     ``new_step``: under CUDA graphs, mark it as a new step first, as the capture's own calls are."""
+    import gc
+
     import torch
 
     if new_step:
@@ -41,18 +56,27 @@ def step_peak(fn: Callable[..., Any], model: Any, inputs: Any, new_step: bool = 
 
         _compat.cudagraph_step_begin()
     _drop_grads(model, inputs)
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    start = torch.cuda.memory_allocated()
-    out = modelfile.as_call(inputs)(fn)
-    torch.cuda.synchronize()
-    forward_end = torch.cuda.memory_allocated() - start
-    loss = outputs.scalar_loss(out)
-    if loss is not None:
-        loss.backward()
-    del out, loss
-    torch.cuda.synchronize()
-    return start, torch.cuda.max_memory_allocated(), forward_end
+    # CUDA tensors an earlier step or the compile left in reference cycles are freed now, not by a collection
+    # that happens to run inside the step (it would lower the step's rise by their bytes in some runs only)
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        out = modelfile.as_call(inputs)(fn)
+        torch.cuda.synchronize()
+        forward_end = torch.cuda.memory_allocated() - start
+        loss = outputs.scalar_loss(out)
+        if loss is not None:
+            loss.backward()
+        del out, loss
+        torch.cuda.synchronize()
+        return start, torch.cuda.max_memory_allocated(), forward_end
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def cudagraph_pool_bytes() -> int:
@@ -70,20 +94,24 @@ def cudagraph_pool_bytes() -> int:
 
 def measure(model: Any, compiled: Callable[..., Any], inputs: Any, run: Any,
             device: str) -> Optional[MemoryMeasurement]:
-    """One compiled and one eager training step on a CUDA device; None elsewhere or without a backward."""
-    if not device.startswith("cuda") or not run.options.backward:
+    """One compiled and one eager training step on a CUDA device, each after its warm-up steps; None unless
+    asked for (``Options.measure_memory``), elsewhere than on a CUDA device, or without a backward."""
+    if not run.options.measure_memory or not device.startswith("cuda") or not run.options.backward:
         return None
     import torch
 
     run.recorder.call = -1
-    if run.options.mode in ("reduce-overhead", "max-autotune"):
-        for _ in range(2):  # CUDA graph trees warm up on one call and record on the next: measure a replay
-            step_peak(compiled, model, inputs, run.cudagraph_steps)
+    graphs = run.options.mode in ("reduce-overhead", "max-autotune")
+    # CUDA graph trees warm up on one call and record on the next: the step measured is a replay
+    for _ in range(CUDAGRAPH_WARMUP_STEPS if graphs else WARMUP_STEPS):
+        step_peak(compiled, model, inputs, run.cudagraph_steps)
     c_start, c_peak, c_fwd = step_peak(compiled, model, inputs, run.cudagraph_steps)
     pool = cudagraph_pool_bytes()
+    for _ in range(WARMUP_STEPS):
+        step_peak(model, model, inputs)
     e_start, e_peak, e_fwd = step_peak(model, model, inputs)
     notes = []
-    if run.options.mode in ("reduce-overhead", "max-autotune"):
+    if graphs:
         notes.append("CUDA graphs: the compiled step measured is a replay (two steps before it warmed up and "
                      "recorded the graphs); their pool is reserved memory, shown apart")
     return MemoryMeasurement(
@@ -103,6 +131,8 @@ def attach(rep: Report, measured: Optional[MemoryMeasurement], device: str, opti
                "(torch.cuda.max_memory_allocated), since PyTorch keeps no allocator peak on a CPU")
     elif not options.backward:
         why = "not measured: --no-backward ran no training step"
+    elif not options.measure_memory:
+        why = NOT_ASKED
     else:
         why = "not measured: the run failed"
     return rep.replace(memory=replace(rep.memory, not_measured=why))

@@ -136,11 +136,12 @@ def check(
 
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
-        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict, jobs=jobs,
-                       timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
-        c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         limits = checks.merged_limits(cli_limits, config, path)
+        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict, jobs=jobs,
+                       timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script,
+                       measure_memory=checks.measures_peaks(limits, base.get(name) if base is not None else None))
+        c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
         for prefix, one in divergence.per_rank(rep):  # a distributed report: each rank against the budgets
             outcome.findings += divergence.labelled(checks.check_limits(name, one, limits), prefix)
         outcome.findings += checks.divergence_findings(name, rep)

@@ -137,7 +137,8 @@ def obtain(file: Optional[str], compile: CompileOptions, *, model: Optional[str]
            export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None,
            also_accept: Sequence[Options] = (), debug: bool = False, timeout: Optional[float] = None,
            nproc: Optional[int] = None, launcher_args: Optional[Sequence[str]] = None, script: bool = False,
-           rank: Optional[int] = None, strict: bool = False, per_call: int = 0, jobs: Optional[int] = None) -> Report:
+           rank: Optional[int] = None, strict: bool = False, per_call: int = 0, jobs: Optional[int] = None,
+           measure_memory: bool = False) -> Report:
     """The command's report (tcinspect.request.obtain), with a spinner while it compiles and a note of where
     it came from. A failed run is a report too: show it, then ``exit_for`` it.
 
@@ -152,7 +153,7 @@ def obtain(file: Optional[str], compile: CompileOptions, *, model: Optional[str]
                       timeout=timeout, nproc=nproc, launcher_args=tuple(launcher_args or ()), rank=rank,
                       strict=strict, quiet=not debug, also_accept=tuple(also_accept),
                       isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"), per_call=per_call,
-                      jobs=jobs)
+                      jobs=jobs, measure_memory=measure_memory)
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if file and not is_report_path(file) and is_torch_trace(file):
         label = f"reading TORCH_TRACE {file} …"

@@ -37,8 +37,13 @@ def memory(
     """Bytes each forward graph saves for backward (parameters, inputs, activations), per tensor, module and line; Inductor's peak estimates; on a CUDA device, one training step's peak compiled vs eager."""
     fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
     opts = c.options(backend, mode, False, dynamic, False, device)
+    from tcinspect.report import Options
+
+    # the step peaks are measured (more training steps, on a CUDA device) only when this view asks; a report
+    # captured without them answers where they could not have been measured (a CPU run: request._unmeasured)
     rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, timeout=timeout, script=script)
+                   rank=rank, strict=strict, timeout=timeout, script=script, also_accept=[Options.of(opts)],
+                   measure_memory=True)
     from tcinspect.analysis import memory as views
     from tcinspect.render import memory as render
 

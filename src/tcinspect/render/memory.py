@@ -14,7 +14,7 @@ from tcinspect.report import GraphMemory, Memory, MemoryMeasurement, Report
 NO_BACKWARD = "no AOT graph has a backward graph: nothing is saved for backward (no memory section)"
 
 
-def _graph_head(g: GraphMemory) -> Text:
+def _graph_head(g: GraphMemory, estimates: list[views.Estimate]) -> Text:
     head = Text()
     head.append(f"graph {g.compile_id}  ", style="bold")
     head.append(f"saved for backward {views.human(g.saved_bytes)} ({g.saved_bytes:,} B)", style="bold")
@@ -29,10 +29,8 @@ def _graph_head(g: GraphMemory) -> Text:
     if g.memory_budget >= 0:
         head.append(f"\n  activation_memory_budget {g.memory_budget:g} (the partitioner's min_cut_information)",
                     style="dim")
-    for p in g.inductor_peaks:
-        methods = ", ".join(f"{m} {views.human(b)}" for m, b in p.methods)
-        head.append(f"\n  Inductor's peak estimate, {p.part} ({p.aot_id}): {views.human(p.chosen)}  [{methods}]",
-                    style="dim")
+    for e in estimates:
+        head.append(f"\n  {views.estimate_line(e)}", style="dim" if e.peak is not None else "yellow")
     if g.note:
         head.append(f"\n  {g.note}", style="yellow")
     return head
@@ -107,7 +105,7 @@ def table(rep: Report, limit: int | None = 15) -> RenderableType:
     head.append("  bytes per storage: a saved view of a storage already counted adds 0", style="dim")
     parts.append(head)
     for g in mem.graphs:
-        parts += [_graph_head(g), _saved_table(g, limit)]
+        parts += [_graph_head(g, views.estimates(rep, g)), _saved_table(g, limit)]
     parts.append(_shares("By module", views.by_module(mem), limit or 10_000))
     parts.append(_shares("By line", views.by_line(mem), limit or 10_000))
     parts.append(measured_text(mem))
@@ -139,6 +137,7 @@ def html_section(rep: Report) -> str:
            f'<table class="memchart">{_bar_rows(views.by_module(mem))}</table>']
     for g in mem.graphs:
         out.append(f"<h3>graph {html.escape(g.compile_id)}: {html.escape(views.human(g.saved_bytes))}</h3>")
+        out += [f"<p>{html.escape(views.estimate_line(e))}</p>" for e in views.estimates(rep, g)]
         out.append("<table><tr><th>tensor</th><th>kind</th><th>dtype[shape]</th><th>bytes</th><th>op</th>"
                    "<th>module</th><th>line</th></tr>")
         for s in sorted(g.saved, key=lambda s: (-s.bytes, s.name)):

@@ -27,6 +27,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "ParseHealth.ignored_files", "RankReport.log",
     "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
     "GraphBreak.model_frame",
+    "Options.measure_memory",
 })
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 
