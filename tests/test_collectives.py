@@ -12,7 +12,8 @@ import pytest
 
 from conftest import cli
 from tcinspect.analysis import checks, divergence
-from tcinspect.derived import collectives, torchtrace
+from tcinspect.derived import collectives
+from tcinspect.parse import torchtrace
 from tcinspect.report import Graph, Node
 
 JOB = Path(__file__).parent / "data" / "torch_trace" / "torch-2.13.0" / "collectives_gloo"

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tcinspect import serialize
-from tcinspect.parse import compiletime, jsonfast, memo, torchtrace
+from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse import events as ev_mod
+from tcinspect.parse import jsonfast, memo, torchtrace
 from tcinspect.report import CacheKeyComponent
 
 DDP = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "ddp_rank_branch"
