@@ -28,6 +28,15 @@ class OutputPathError(UsageError):
     """An output path tcinspect will not write (a directory, a socket, a block device)."""
 
 
+class OutputWriteError(OutputPathError, OSError):
+    """A write that failed (a read-only directory, a full disk): a usage error (exit 2) naming the path and the
+    option to change, and still the OSError it was (errno, strerror) for a caller that tolerates one."""
+
+    def __init__(self, cause: str, fix: str, original: OSError) -> None:
+        UsageError.__init__(self, cause, fix)
+        self.errno, self.strerror, self.filename = original.errno, original.strerror, original.filename
+
+
 def is_stdout(path: Union[str, Path, None]) -> bool:
     return path is not None and str(path) == STDOUT
 
@@ -35,8 +44,19 @@ def is_stdout(path: Union[str, Path, None]) -> bool:
 def write(path: Union[str, Path], text: str, *, option: str = "-o") -> str:
     """Write ``text`` to ``path`` as described above; returns how it was written ("file", "stream", "stdout").
 
-    Raises OutputPathError for a path tcinspect will not write, OSError when the write itself fails.
+    Raises OutputPathError for a path tcinspect will not write, OutputWriteError (a usage error that is also
+    an OSError) when the write itself fails: "cannot write PATH: why; choose a writable path for OPTION".
     """
+    try:
+        return _write(path, text, option)
+    except OutputPathError:
+        raise
+    except OSError as exc:
+        raise OutputWriteError(f"cannot write {path}: {exc.strerror or exc}", f"choose a writable path for {option}",
+                               exc) from None
+
+
+def _write(path: Union[str, Path], text: str, option: str) -> str:
     if is_stdout(path):
         sys.stdout.write(text)
         sys.stdout.flush()
