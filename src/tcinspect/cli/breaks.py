@@ -23,7 +23,7 @@ OldFullgraphCheck = Annotated[bool, typer.Option("--fullgraph", hidden=True)]
 
 
 @app.command(epilog="Example: tcinspect breaks sample_models/graph_breaks.py")
-@c.capture_options("model script inputs device backend dynamic no_backward fresh timeout nproc torchrun_arg rank "
+@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout nproc launcher_args rank "
                    "strict jobs debug", backend=(c.DynamoBackendOpt, "eager"))
 def breaks(
     file: c.FileArg = None,

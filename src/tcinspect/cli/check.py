@@ -57,7 +57,7 @@ CheckTimeoutOpt = Annotated[Optional[float], typer.Option(
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
-@c.capture_options("model script inputs device backend mode dynamic no_backward fresh timeout nproc torchrun_arg rank "
+@c.capture_options("model_name script inputs_name device backend mode dynamic no_backward fresh timeout nproc launcher_args rank "
                    "strict jobs debug", timeout=(CheckTimeoutOpt, 1800))
 def check(
     files: Annotated[Optional[list[str]], typer.Argument(

@@ -55,7 +55,7 @@ SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: step 
 
 @app.command(epilog="Example: tcinspect codegen sample_models/tiny.py --kernel cpp_fused; on a GPU: "
                      "tcinspect codegen sample_models/transformer_block.py --bench --sort peak")
-@c.capture_options("model script inputs device backend passes mode fullgraph dynamic no_backward fresh timeout rank "
+@c.capture_options("model_name script inputs_name device backend passes mode fullgraph dynamic no_backward fresh timeout rank "
                    "strict jobs debug")
 def codegen(
     file: c.FileArg = None,

@@ -8,7 +8,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, get_args
 
@@ -118,14 +118,15 @@ JobsOpt = Annotated[Optional[int], typer.Option(
 err_console = Console(stderr=True, highlight=False)
 
 
-#: The capture options every command may take, declared once: (option, default). A command names those it
-#: takes with ``capture_options``; the ones it does not take keep these defaults in its Request.
+#: The capture options every command may take, declared once: (option, default), under the name of the Request
+#: or CompileOptions field each one sets (``no_backward`` sets ``backward``; ``debug`` is the CLI's own). A command
+#: names those it takes with ``capture_options``; the ones it does not take keep these defaults in its Request.
 CAPTURE_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "model": (ModelOpt, None), "script": (ScriptOpt, False), "inputs": (InputsOpt, "example_inputs"),
+    "model_name": (ModelOpt, None), "script": (ScriptOpt, False), "inputs_name": (InputsOpt, "example_inputs"),
     "device": (DeviceOpt, ""), "backend": (BackendOpt, "inductor"), "passes": (PassOpt, None),
     "mode": (ModeOpt, ""), "fullgraph": (FullgraphOpt, False), "dynamic": (DynamicOpt, ""),
     "no_backward": (NoBackwardOpt, False), "fresh": (FreshOpt, False), "timeout": (TimeoutOpt, None),
-    "nproc": (NprocOpt, None), "torchrun_arg": (TorchrunArgOpt, None), "rank": (RankOpt, None),
+    "nproc": (NprocOpt, None), "launcher_args": (TorchrunArgOpt, None), "rank": (RankOpt, None),
     "strict": (StrictOpt, False), "jobs": (JobsOpt, None), "debug": (DebugOpt, False),
 }
 
@@ -134,6 +135,9 @@ DynamoBackendOpt = Annotated[str, typer.Option("--backend", help="Backend for a 
 #: ``--dynamic``'s shorter help (guards, shapes).
 ShortDynamicOpt = Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).",
                                               callback=dynamic_choice)]
+
+
+_REQUEST_FIELDS = frozenset(f.name for f in fields(Request)) - {"file", "script_args", "compile"}
 
 
 @dataclass(frozen=True)
@@ -154,13 +158,10 @@ class Capture:
                        v["passes"])
 
     def request(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Request:
-        """The command's Request: the file, these options, and the command's own ``fields`` (verify, per_call, ...)."""
-        v = self.values
-        fields.setdefault("compile", self.compile())
-        return Request(file=file, model_name=v["model"], inputs_name=v["inputs"], script=v["script"],
-                       script_args=tuple(script_args or ()), fresh=v["fresh"], timeout=v["timeout"], nproc=v["nproc"],
-                       launcher_args=tuple(v["torchrun_arg"] or ()), rank=v["rank"], strict=v["strict"],
-                       jobs=v["jobs"], **fields)
+        """The command's Request: the file, these options (each under its field's own name), and the command's own
+        ``fields`` (verify, per_call, ...)."""
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in self.values.items() if k in _REQUEST_FIELDS}
+        return Request(file=file, script_args=tuple(script_args or ()), **{"compile": self.compile(), **given, **fields})
 
     def obtain(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Report:
         return obtain(self.request(file, script_args, **fields), self.values["debug"])

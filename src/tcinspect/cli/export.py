@@ -16,7 +16,7 @@ OldStrictOpt = Annotated[bool, typer.Option("--strict", hidden=True)]
 
 
 @app.command("export", epilog="Example: tcinspect export sample_models/silu_export_matrix.py --dynamic-dim 0")
-@c.capture_options("model inputs device fresh timeout debug")
+@c.capture_options("model_name inputs_name device fresh timeout debug")
 def export_(
     file: c.FileArg = None,
     strict_export: Annotated[bool, typer.Option("--strict-export", help="Run strict (TorchDynamo) export.")] = False,

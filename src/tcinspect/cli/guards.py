@@ -12,7 +12,7 @@ from tcinspect.report import Options
 
 
 @app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true --per-call 5")
-@c.capture_options("model script inputs device backend dynamic no_backward fresh timeout nproc torchrun_arg rank "
+@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout nproc launcher_args rank "
                    "strict jobs debug", backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
 def guards(
     file: c.FileArg = None,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @app.command(epilog="Example: tcinspect shapes sample_models/shapes_loop.py --verify-spec")
-@c.capture_options("model script inputs device backend dynamic no_backward fresh timeout strict debug",
+@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout strict debug",
                    backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
 def shapes(
     file: c.FileArg = None,
@@ -39,7 +39,7 @@ def shapes(
                          "give the model file, not a saved report or a log")
     opts = capture.compile()
     rep = capture.obtain(file, script_args, compile=opts, also_accept=(Options.of(replace(opts, backend="inductor")),))
-    backend, model, inputs = capture.backend, capture.model, capture.inputs
+    backend, model, inputs = capture.backend, capture.model_name, capture.inputs_name
     doc = render.document(rep)
     check: Optional[SpecCheck] = None
     if verify_spec:

@@ -16,7 +16,7 @@ TolOpt = Optional[float]
 
 @app.command(epilog="Example: tcinspect verify sample_models/silu_pass.py --backend aot_eager "
                     "--pass sample_models/silu_pass.py:rewrite_silu")
-@c.capture_options("backend passes rtol atol fmt output model inputs device mode fullgraph dynamic no_backward fresh "
+@c.capture_options("backend passes rtol atol fmt output model_name inputs_name device mode fullgraph dynamic no_backward fresh "
                    "timeout debug")
 def verify(
     file: c.FileArg = None,
