@@ -183,9 +183,10 @@ def capture_options(names: str, **options: tuple[Any, Any]) -> Callable[[Callabl
         table = {**CAPTURE_OPTIONS, **options}
         block = [own[n] if n in own else inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=table[n][1],
                                                              annotation=table[n][0]) for n in order]
-        names_before = list(own).index("capture")
-        before = [p for n, p in own.items() if n not in order and list(own).index(n) < names_before]
-        after = [p for n, p in own.items() if n not in order and n != "capture" and list(own).index(n) > names_before]
+        listed = list(own)
+        at = listed.index("capture")
+        before = [own[n] for n in listed[:at] if n not in order]
+        after = [own[n] for n in listed[at + 1:] if n not in order]
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*before, *block, *after)]
 
         @functools.wraps(func)
