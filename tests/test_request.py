@@ -180,6 +180,12 @@ def test_a_request_goes_to_the_child_whole_and_typed():
     assert isinstance(back.export, ExportRequest) and back.export.dynamic_dims == (0, 1)
     assert isinstance(back.compile.passes, tuple) and isinstance(back.also_accept[0], Options)
     assert Request.from_json(Request().to_json()) == Request()
+    # what every command builds from its options, none given, goes to the child the same way
+    from tcinspect.cli import common
+
+    built = common.Capture({n: d for n, (_, d) in common.CAPTURE_OPTIONS.items()}).request("m.py")
+    assert Request.from_json(built.to_json()) == built == Request(file="m.py")
+    assert Request(launcher_args=None, script_args=["a"]).script_args == ("a",)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no field 'as_script'"):
         Request.from_json('{"file": "m.py", "as_script": true}')
 

@@ -1408,6 +1408,12 @@ class Request:
     jobs: Optional[int] = None
 
     def __post_init__(self) -> None:
+        for name in ("script_args", "launcher_args", "also_accept"):  # a list (or None) is taken as its tuple
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise UsageError(f"{name}={value!r} is one string, not a sequence of them", f"pass {name}=({value!r},)")
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value or ()))
         c = self.compile
         if c.mode and c.runs_user_code:
             raise UsageError(f"--mode {c.mode} configures Inductor's own backend, not --backend {c.backend} / --pass",

@@ -138,6 +138,7 @@ ShortDynamicOpt = Annotated[str, typer.Option("--dynamic", help="true, false or 
 
 
 _REQUEST_FIELDS = frozenset(f.name for f in fields(Request)) - {"file", "script_args", "compile"}
+_TUPLE_FIELDS = frozenset(f.name for f in fields(Request) if f.default == ())
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ class Capture:
     def request(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Request:
         """The command's Request: the file, these options (each under its field's own name), and the command's own
         ``fields`` (verify, per_call, ...)."""
-        given = {k: tuple(v) if isinstance(v, list) else v for k, v in self.values.items() if k in _REQUEST_FIELDS}
+        # a repeatable option not given is None, its field the empty tuple
+        given = {k: tuple(v or ()) if k in _TUPLE_FIELDS else v for k, v in self.values.items() if k in _REQUEST_FIELDS}
         return Request(file=file, script_args=tuple(script_args or ()), **{"compile": self.compile(), **given, **fields})
 
     def obtain(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Report:
