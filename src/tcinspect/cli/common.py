@@ -139,6 +139,7 @@ ShortDynamicOpt = Annotated[str, typer.Option("--dynamic", help="true, false or 
 
 _REQUEST_FIELDS = frozenset(f.name for f in fields(Request)) - {"file", "script_args", "compile"}
 _TUPLE_FIELDS = frozenset(f.name for f in fields(Request) if f.default == ())
+_COMPILE_FIELDS = frozenset(f.name for f in fields(CompileOptions)) - {"backward"}
 
 
 @dataclass(frozen=True)
@@ -154,9 +155,11 @@ class Capture:
             raise AttributeError(name) from None
 
     def compile(self, **changes: Any) -> CompileOptions:
+        """The compile options, each under its CompileOptions field's name (``no_backward`` sets ``backward``);
+        CompileOptions checks them."""
         v = {**self.values, **changes}
-        return options(v["backend"], v["mode"], v["fullgraph"], v["dynamic"], v["no_backward"], v["device"],
-                       v["passes"])
+        given: dict[str, Any] = {k: tuple(v[k] or ()) if k == "passes" else v[k] for k in _COMPILE_FIELDS}
+        return CompileOptions(**given, backward=not v["no_backward"])
 
     def request(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Request:
         """The command's Request: the file, these options (each under its field's own name), and the command's own
@@ -211,13 +214,6 @@ def deprecated(command: str, old: str, new: str, given: bool) -> bool:
         note(f"warning: `{command} {old}` is deprecated and will be removed in the next release; use {new}")
     return given
 
-
-
-def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str,
-            passes: Optional[Sequence[str]] = None) -> CompileOptions:
-    """The command's compile options (``dynamic`` as ``dynamic_choice`` left it); CompileOptions checks them."""
-    return CompileOptions(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic,  # type: ignore[arg-type]
-                          backward=not no_backward, device=device, passes=tuple(passes or ()))
 
 
 def _nearest(word: str, allowed: Sequence[str]) -> str:
