@@ -282,6 +282,8 @@ def test_a_failed_write_is_one_usage_error_that_is_still_an_os_error(tmp_path):
     assert caught.value.one_line() == (f"cannot write {tmp_path / 'no' / 'r.json'}: No such file or directory — "
                                        "choose a writable path for --junit")
     assert caught.value.strerror == "No such file or directory"
+    bare = outfile.OutputWriteError("cause", "fix", OSError("disk full"))  # no errno: its words, as an OSError's
+    assert (bare.strerror, str(bare), bare.one_line()) == (None, "disk full", "cause — fix")
 
 
 def test_relative_budgets_share_one_rule():

@@ -34,7 +34,11 @@ class OutputWriteError(OutputPathError, OSError):
 
     def __init__(self, cause: str, fix: str, original: OSError) -> None:
         UsageError.__init__(self, cause, fix)
+        self.original = original
         self.errno, self.strerror, self.filename = original.errno, original.strerror, original.filename
+
+    def __str__(self) -> str:
+        return str(self.original)  # what a caller that words its own message (`exc.strerror or exc`) shows
 
 
 def is_stdout(path: Union[str, Path, None]) -> bool:
