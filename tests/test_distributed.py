@@ -37,6 +37,7 @@ from tcinspect.report import (
     Options,
     RankReport,
     Report,
+    Request,
     SourceLocation,
     Stages,
     Target,
@@ -345,7 +346,7 @@ def test_timeout_stops_the_whole_job(monkeypatch, capsys):
             "open(os.path.join(d, 'rank-0.pid'), 'w').write(str(os.getpid())); time.sleep(120)")
     monkeypatch.setattr(launcher, "torchrun_command", lambda nproc, args: [sys.executable, "-c", hang])
     monkeypatch.setattr(launcher, "STOP_GRACE_S", 5.0)
-    rep = launcher.capture(SAMPLES / "tiny.py", nproc=1, timeout=1)
+    rep = launcher.capture(Request(file=str(SAMPLES / "tiny.py"), nproc=1, timeout=1))
     assert rep.failure is not None and exit_code_for(rep.failure.kind) == ExitCode.CAPTURE_CRASHED
     assert rep.failure.cause == "the torchrun job ran past --timeout 1 s and was stopped (rank 0)"
     assert [r.status for r in rep.ranks] == ["timed_out"]

@@ -166,27 +166,27 @@ def _recompiled(monkeypatch) -> list:
 
     calls: list = []
 
-    def capture_file(path, **kw):
-        calls.append(kw["options"])
+    def capture_file(request, **kw):
+        calls.append(request.options)
         rep, _ = longformer()
-        return rep.replace(options=kw["options"])
+        return rep.replace(options=request.options)
 
     monkeypatch.setattr(engine, "capture_file", capture_file)
     return calls
 
 
 def test_a_report_whose_backend_failed_does_not_answer_for_another_backend(model_file, monkeypatch):
-    from tcinspect.request import resolve
+    from tcinspect.request import Request, resolve
 
     inductor, eager = Options(backend="inductor"), Options(backend="eager")
     _stored(model_file, longformer()[0], inductor)
     calls = _recompiled(monkeypatch)
-    got = resolve(str(model_file), eager, also_accept=(inductor,))
+    got = resolve(Request(file=str(model_file), compile=eager.compile, also_accept=(inductor,), isolate=False))
     assert calls == [eager] and got.note == ""  # compiled again, with the backend asked for
 
 
 def test_a_reused_report_says_which_recorded_options_it_answers_for(model_file, monkeypatch):
-    from tcinspect.request import resolve
+    from tcinspect.request import Request, resolve
 
     inductor, eager = Options(backend="inductor"), Options(backend="eager")
     evs, _ = events.read_trace(DATA / "cpu-traces" / "2.13.0" / "tiny.jsonl.gz")
@@ -194,11 +194,13 @@ def test_a_reused_report_says_which_recorded_options_it_answers_for(model_file, 
                                          device="cpu", torch_version="2.13.0")
     _stored(model_file, tiny, inductor)
     calls = _recompiled(monkeypatch)
-    got = resolve(str(model_file), eager, also_accept=(inductor,))
+    got = resolve(Request(file=str(model_file), compile=eager.compile, also_accept=(inductor,), isolate=False))
     assert calls == [] and got.report.options.backend == "inductor"
     assert "recorded with: backend=inductor (asked: backend=eager)" in got.note
     # with no FILE, the latest report answers, and says so when it was recorded with other options
-    latest = resolve(None, Options(backend="inductor", backward=False))
+    from tcinspect.report import CompileOptions
+
+    latest = resolve(Request(compile=CompileOptions(backend="inductor", backward=False)))
     assert "recorded with: backward (asked: no backward)" in latest.note and f"give {model_file}" in latest.note
 
 

@@ -240,13 +240,11 @@ def test_a_failing_tcinspect_check_prints_no_trace_log_lines(tmp_path):
 def test_a_bug_in_the_capture_process_is_an_internal_error_not_a_crash(tmp_path):
     import json
 
-    request = tmp_path / "request.json"
-    request.write_text(json.dumps({"path": str(MODELS / "takes_no_arguments.py"), "model_name": "model",
-                                   "inputs_name": "example_inputs", "options": {"no_such_option": 1}, "fresh": False,
-                                   "script_args": [], "quiet": True, "result": str(tmp_path / "result.json"),
-                                   "fault": str(tmp_path / "fault.txt")}))
-    # the child's own entry point, as capture_isolated starts it
-    proc = subprocess.run([sys.executable, "-m", "tcinspect.capturing.isolate", str(request)], capture_output=True,
+    model = MODELS / "takes_no_arguments.py"
+    (tmp_path / "request.json").write_text(json.dumps({"file": str(model), "compile": {"no_such_option": 1}}))
+    (tmp_path / "source.py").write_bytes(model.read_bytes())
+    # the child's own entry point, as capture_isolated starts it (its directory: request.json and source.py)
+    proc = subprocess.run([sys.executable, "-m", "tcinspect.capturing.isolate", str(tmp_path)], capture_output=True,
                           text=True, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "result.json").read_text())

@@ -137,3 +137,162 @@ def test_a_failed_log_ends_with_its_failure_even_under_strict(tmp_path, monkeypa
     monkeypatch.setattr(torchtrace, "read", lambda file, rank=None, jobs=None: replace(failed, error=""))
     got, _, err = cli(capsys, "trace", str(log), "--strict", "--stage", "summary")
     assert got == ExitCode.USAGE_ERROR and "--strict fails on anything" in err
+
+
+# ----------------------------------------------------------------------------- one Request, checked when built
+
+
+@pytest.mark.parametrize("bad, words", [
+    (dict(dynamic=True), "--dynamic True is not one of true, false, auto"),
+    (dict(dynamic="maybe"), "--dynamic 'maybe' is not one of true, false, auto"),
+    (dict(device="tpu"), "--device 'tpu' is not cpu or cuda"),
+    (dict(passes="p.py:f"), "passes='p.py:f' is not a tuple"),
+])
+def test_compile_options_are_checked_when_built_not_in_the_capture(bad, words):
+    from tcinspect.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        CompileOptions(**bad)
+    assert caught.value.cause.startswith(words) and caught.value.exit_code == ExitCode.USAGE_ERROR
+    assert CompileOptions(dynamic="true", device="cuda:1").dynamic == "true"
+
+
+def test_a_request_that_contradicts_itself_fails_when_built():
+    from tcinspect.errors import UsageError
+
+    with pytest.raises(UsageError, match="--script runs the file as a script and --model NAME"):
+        Request(file="m.py", script=True, model_name="net")
+    with pytest.raises(UsageError, match="--mode max-autotune configures Inductor's own backend"):
+        Request(file="m.py", compile=CompileOptions(backend="b.py:fn", mode="max-autotune"))
+    assert (Request(script=True).as_script, Request(model_name="net").as_script, Request().as_script) == (
+        True, False, None)
+    assert (Request().model, Request(model_name="net").model) == ("model", "net")
+
+
+def test_a_request_goes_to_the_child_whole_and_typed():
+    full = Request(file="m.py", compile=CompileOptions(backend="aot_eager", dynamic="false", passes=("p.py:f",)),
+                   verify=VerifyRequest(1e-3, None), export=ExportRequest(("strict",), (0, 1), True),
+                   bench=BenchRequest(20, "max-autotune"), model_name="net", script_args=("--x", "1"), nproc=2,
+                   launcher_args=("--master-port=1",), timeout=5.0, per_call=3,
+                   also_accept=(Options(backend="inductor"),))
+    back = Request.from_json(full.to_json())
+    assert back == full and back.also_accept == full.also_accept
+    assert isinstance(back.export, ExportRequest) and back.export.dynamic_dims == (0, 1)
+    assert isinstance(back.compile.passes, tuple) and isinstance(back.also_accept[0], Options)
+    assert Request.from_json(Request().to_json()) == Request()
+    # what every command builds from its options, none given, goes to the child the same way
+    from tcinspect.cli import common
+
+    built = common.Capture({n: d for n, (_, d) in common.CAPTURE_OPTIONS.items()}).request("m.py")
+    assert Request.from_json(built.to_json()) == built == Request(file="m.py")
+    assert Request(launcher_args=None, script_args=["a"]).script_args == ("a",)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no field 'as_script'"):
+        Request.from_json('{"file": "m.py", "as_script": true}')
+
+
+def test_the_model_file_is_read_once_and_the_capture_gets_the_request_whole(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from tcinspect.capturing import engine, modelfile
+    from tcinspect.request import obtained
+
+    model = tmp_path / "m.py"
+    model.write_text("model = None\nexample_inputs = ()\n")
+    reads: list = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: reads.append(p) or real(p))
+    got: list = []
+
+    def capture_file(request, source=None):
+        got.append((request, source))
+        return _failed("stage", "boom").replace(error="", failure=None)
+
+    monkeypatch.setattr(engine, "capture_file", capture_file)
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    request = Request(file=str(model), compile=CompileOptions(backend="eager"), isolate=False, fresh=True)
+    obtained(request)
+    assert [r for r in reads if r.name == "m.py"] == [model]  # read (and hashed) once
+    assert got[0][0] == request and isinstance(got[0][1], modelfile.ModelSource)
+    assert got[0][1].sha256 == __import__("hashlib").sha256(model.read_bytes()).hexdigest()
+
+
+def test_the_capture_child_builds_the_request_back_and_compiles_the_bytes_read(tmp_path, monkeypatch):
+    import json
+
+    from tcinspect.capturing import engine, isolate
+
+    request = Request(file=str(tmp_path / "gone.py"), compile=CompileOptions(backend="eager"), model_name="net")
+    (tmp_path / "request.json").write_text(request.to_json())
+    (tmp_path / "source.py").write_bytes(b"net = None\nexample_inputs = ()\n")
+    got: list = []
+    monkeypatch.setattr(engine, "capture_file", lambda r, source=None: got.append((r, source)) or _failed("stage", "x"))
+    assert isolate._child(str(tmp_path)) == 0
+    assert "report" in json.loads((tmp_path / "result.json").read_text())
+    (r, source), = got
+    # the file is gone: the child compiles the bytes its parent read, never the path again
+    assert r == request and source.text == "net = None\nexample_inputs = ()\n" and not source.is_script
+
+
+# ----------------------------------------------------------------------------- commands: one meaning per flag
+
+
+def test_a_renamed_option_keeps_its_old_spelling_for_one_release_with_a_warning(capsys):
+    old = cli(capsys, "breaks", str(LOG), "--fullgraph")
+    new = cli(capsys, "breaks", str(LOG), "--check-fullgraph")
+    assert old[:2] == new[:2]
+    assert "tcinspect: warning: `breaks --fullgraph` is deprecated and will be removed in the next release; use " \
+           "--check-fullgraph" in old[2] and "deprecated" not in new[2]
+    code, out, _ = cli(capsys, "breaks", "--help")
+    assert code == 0 and "--check-fullgraph" in out and "--fullgraph" not in out.replace("--check-fullgraph", "")
+    code, out, _ = cli(capsys, "export", "--help")
+    assert code == 0 and "--strict-export" in out and "--strict " not in out
+
+
+def test_debug_is_the_option_not_a_word_anywhere_in_argv(capsys):
+    # a script's own --debug after `--` does not make tcinspect print a traceback
+    code, _, err = cli(capsys, "trace", "no_such_model.py", "--", "--debug")
+    assert code == ExitCode.USAGE_ERROR and "Traceback" not in err
+    code, _, err = cli(capsys, "trace", "no_such_model.py", "--debug")
+    assert code == ExitCode.USAGE_ERROR and "Traceback" in err
+
+
+@pytest.mark.parametrize("args, line", [
+    (("trace", str(LOG), "-f", "yml"), "--format 'yml' is not one of table, yaml, json, html, svg — pass --format yaml"),
+    (("breaks", str(LOG), "-f", "html"), "--format 'html' is not one of table, yaml, json — pass --format yaml"),
+    (("guards", str(LOG), "--dynamic", "maybe"), "--dynamic 'maybe' is not one of true, false, auto — pass "
+                                                 "--dynamic true, false or auto"),
+    (("codegen", str(LOG), "--sort", "bogus"), "--sort 'bogus' is not one of step, time, peak, launch — pass "
+                                               "--sort step, time, peak or launch"),
+])
+def test_choices_are_checked_while_the_command_line_is_parsed(capsys, monkeypatch, args, line):
+    from tcinspect import request
+
+    monkeypatch.setattr(request, "resolve", lambda r: pytest.fail("a bad choice reached the library"))
+    code, out, err = cli(capsys, *args)
+    assert (code, out, err.strip()) == (ExitCode.USAGE_ERROR, "", f"tcinspect: error: {line}")
+
+
+def test_a_failed_write_is_one_usage_error_that_is_still_an_os_error(tmp_path):
+    from tcinspect import errors, outfile
+    from tcinspect.errors import UsageError
+
+    with pytest.raises(errors.OutputWriteError) as caught:
+        outfile.write(tmp_path / "no" / "r.json", "{}", option="--junit")
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, OSError)
+    assert caught.value.one_line() == (f"cannot write {tmp_path / 'no' / 'r.json'}: No such file or directory — "
+                                       "choose a writable path for --junit")
+    assert caught.value.strerror == "No such file or directory"
+    bare = errors.OutputWriteError("cause", "fix", OSError("disk full"))  # no errno: its words, as an OSError's
+    assert (bare.strerror, str(bare), bare.one_line()) == (None, "disk full", "cause — fix")
+
+
+def test_relative_budgets_share_one_rule():
+    from tcinspect.analysis.checks import compare_relative
+
+    def judged(now: float) -> tuple[str, str]:
+        f = compare_relative("m", "compile_time", now, 10.0, 20, "m.py", lambda change: f"t ({change})")
+        return f.status, f.message
+
+    assert judged(12.5) == ("fail", "t (+25%, tolerance 20%)")
+    assert judged(7.0) == ("improved", "t (-30%, tolerance 20%)")
+    assert judged(11.0) == ("ok", "t (+10%, tolerance 20%)")

@@ -9,6 +9,7 @@
         │   │                     unless a subclass says otherwise), caught once by the CLI
         │   ├── UsageError        a bad option or combination of options
         │   │   ├── OutputPathError   an output path tcinspect will not write
+        │   │   │   └── OutputWriteError  a write that failed (also the OSError it was)
         │   │   └── GraphvizError     Graphviz's ``dot`` is missing or could not lay a graph out
         │   │       └── GraphvizTimeout   ``dot`` did not finish in time (the caller lays the graph out itself)
         │   ├── ModelFileError    the model file cannot be loaded or breaks the model-file contract
@@ -157,3 +158,16 @@ class Mismatch(Exception):
 
 class NotOurs(Exception):
     """The text uses YAML the emitter does not write: read it with a full YAML parser."""
+
+
+class OutputWriteError(OutputPathError, OSError):
+    """A write that failed (a read-only directory, a full disk): a usage error (exit 2) naming the path and the
+    option to change, and still the OSError it was (errno, strerror) for a caller that tolerates one."""
+
+    def __init__(self, cause: str, fix: str, original: OSError) -> None:
+        UsageError.__init__(self, cause, fix)
+        self.original = original
+        self.errno, self.strerror, self.filename = original.errno, original.strerror, original.filename
+
+    def __str__(self) -> str:
+        return str(self.original)  # what a caller that words its own message (`exc.strerror or exc`) shows

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Union
 
 from tcinspect import interrupts
-from tcinspect.errors import OutputPathError
+from tcinspect.errors import OutputPathError, OutputWriteError
 
 STDOUT = "-"
 
@@ -30,8 +30,19 @@ def is_stdout(path: Union[str, Path, None]) -> bool:
 def write(path: Union[str, Path], text: str, *, option: str = "-o") -> str:
     """Write ``text`` to ``path`` as described above; returns how it was written ("file", "stream", "stdout").
 
-    Raises OutputPathError for a path tcinspect will not write, OSError when the write itself fails.
+    Raises OutputPathError for a path tcinspect will not write, OutputWriteError (a usage error that is also
+    an OSError) when the write itself fails: "cannot write PATH: why; choose a writable path for OPTION".
     """
+    try:
+        return _write(path, text, option)
+    except OutputPathError:
+        raise
+    except OSError as exc:
+        raise OutputWriteError(f"cannot write {path}: {exc.strerror or exc}", f"choose a writable path for {option}",
+                               exc) from None
+
+
+def _write(path: Union[str, Path], text: str, option: str) -> str:
     if is_stdout(path):
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
+
+from tcinspect.errors import UsageError
 
 #: Bumped whenever a saved report of the previous version cannot be read as it is.
 SCHEMA_VERSION = 1
@@ -303,18 +305,35 @@ def is_user_target(spec: str) -> bool:
     return ":" in spec
 
 
+#: torch.compile's ``dynamic=``: "" is torch's default (static first, automatic dynamic on a recompile).
+Dynamic = Literal["", "true", "false"]
+
+
 @dataclass(frozen=True)
 class CompileOptions:
-    """What torch.compile is asked for, and how the model runs (device, backward)."""
+    """What torch.compile is asked for, and how the model runs (device, backward).
+
+    Checked when built: a ``dynamic`` or ``device`` torch.compile would not take raises
+    ``tcinspect.errors.UsageError`` here, in the caller's process, not in the capture."""
 
     backend: str = "inductor"
     mode: str = ""
     fullgraph: bool = False
-    dynamic: str = ""  # "" (torch's default) | "true" | "false"
+    dynamic: Dynamic = ""
     backward: bool = True
     device: str = ""
     #: FX passes applied to the ATen graphs before Inductor (``module:fn`` or ``file.py:fn``)
     passes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.dynamic, str) or self.dynamic not in get_args(Dynamic):
+            raise UsageError(f"--dynamic {self.dynamic!r} is not one of true, false, auto",
+                             "pass --dynamic true, false or auto (CompileOptions(dynamic=): 'true', 'false' or '')")
+        if self.device and self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise UsageError(f"--device {self.device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
+        if isinstance(self.passes, (str, list)):
+            raise UsageError(f"passes={self.passes!r} is not a tuple of module:fn or file.py:fn names",
+                             "pass a tuple, e.g. passes=('passes.py:rewrite',)")
 
     @property
     def runs_user_code(self) -> bool:
@@ -392,8 +411,8 @@ class Options:
 
     @property
     def compile(self) -> CompileOptions:
-        return CompileOptions(self.backend, self.mode, self.fullgraph, self.dynamic, self.backward, self.device,
-                              self.passes)
+        return CompileOptions(self.backend, self.mode, self.fullgraph, self.dynamic,  # type: ignore[arg-type]
+                              self.backward, self.device, self.passes)
 
     @property
     def verify_request(self) -> Optional[VerifyRequest]:
@@ -1342,3 +1361,123 @@ class IgnoredFile:
     #: its name below the directory
     name: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Request:
+    """A report to obtain (``tcinspect.obtain``): where from (``file``) and, when it must be captured, what to
+    run. Built once by a command (or a library caller), checked when built, and handed whole to the capture,
+    the capture's child process and every rank (``to_json``/``from_json``).
+
+    Args:
+        file: a model file or script (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of
+            rank logs; None for the latest report in the cache.
+        compile: the torch.compile options.
+        verify, export, bench: the optional requests of ``tcinspect verify``, ``export`` and ``codegen --bench``.
+        model_name: the model object's name; None is ``model`` with the mode decided by the file, a name given
+            forces model mode. ``script`` forces script mode, with ``script_args`` as its sys.argv.
+        fresh: recompile cold in a private cache and ignore cached reports.
+        timeout: seconds before the capture (or the whole --nproc job) is stopped.
+        nproc: run the file on this many ranks under torchrun; ``launcher_args`` go to torchrun.
+        rank: one rank of a distributed report or TORCH_TRACE directory.
+        strict: anything the parser did not understand is an error (exit 2).
+        isolate: compile in a child process, so that a native crash is a report (the CLI's default).
+        quiet: silence torch's own log output while compiling.
+        also_accept: other recorded options whose cached reports answer this request too.
+        per_call: ``guards --per-call N``: after compiling, time N calls per input set under torch.profiler.
+        jobs: processes that read the rank logs of a TORCH_TRACE directory (default: one per idle core).
+        measure_memory: on a CUDA device, measure one training step's peak memory compiled and eager after
+            compiling (``memory``, ``check --max-peak-ratio``); a capture that does not ask runs no extra step.
+
+    Raises:
+        tcinspect.errors.UsageError: options that contradict each other (``script`` with ``model_name``,
+            ``compile.mode`` with a backend or pass of the user's own).
+    """
+
+    file: Optional[str] = None
+    compile: CompileOptions = field(default_factory=CompileOptions)
+    verify: Optional[VerifyRequest] = None
+    export: Optional[ExportRequest] = None
+    bench: Optional[BenchRequest] = None
+    model_name: Optional[str] = None
+    inputs_name: str = "example_inputs"
+    script: bool = False
+    script_args: tuple[str, ...] = ()
+    fresh: bool = False
+    timeout: Optional[float] = None
+    nproc: Optional[int] = None
+    launcher_args: tuple[str, ...] = ()
+    rank: Optional[int] = None
+    strict: bool = False
+    isolate: bool = True
+    quiet: bool = True
+    also_accept: tuple[Options, ...] = field(default=(), compare=False)
+    per_call: int = 0
+    jobs: Optional[int] = None
+    measure_memory: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("script_args", "launcher_args", "also_accept"):  # a list (or None) is taken as its tuple
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise UsageError(f"{name}={value!r} is one string, not a sequence of them", f"pass {name}=({value!r},)")
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value or ()))
+        c = self.compile
+        if c.mode and c.runs_user_code:
+            raise UsageError(f"--mode {c.mode} configures Inductor's own backend, not --backend {c.backend} / --pass",
+                             "leave out --mode, or use the inductor backend without --pass")
+        if self.script and self.model_name is not None:
+            raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
+                             "pass one of them")
+        if self.per_call < 0:
+            raise UsageError(f"--per-call {self.per_call} is negative", "pass --per-call N with N >= 0")
+
+    @property
+    def options(self) -> Options:
+        """The options as the report records them."""
+        return dataclasses.replace(Options.of(self.compile, self.verify, self.export, self.bench),
+                                   per_call=self.per_call, measure_memory=self.measure_memory)
+
+    @property
+    def as_script(self) -> Optional[bool]:
+        """Script mode forced (True), model mode forced (False, a model name given), or decided by the file (None)."""
+        return True if self.script else (False if self.model_name is not None else None)
+
+    @property
+    def model(self) -> str:
+        """The model object's name in the file (``model`` unless one was given)."""
+        return self.model_name or "model"
+
+    def to_json(self) -> str:
+        """The request as one JSON document, for a capture's child process or a rank (``from_json`` reads it)."""
+        import json
+
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Request:
+        """The request ``to_json`` wrote, every nested option class and tuple typed again (and checked)."""
+        import json
+
+        built = _typed(cls, json.loads(text))
+        assert isinstance(built, Request)
+        return built
+
+
+def _typed(tp: Any, value: Any) -> Any:
+    """``value`` (plain JSON) as the annotated type ``tp``: dataclasses, Optional, tuples; other values as they are."""
+    origin = get_origin(tp)
+    if origin is Union:
+        if value is None:
+            return None
+        return _typed(next(a for a in get_args(tp) if a is not type(None)), value)
+    if origin is tuple:
+        return tuple(_typed(get_args(tp)[0], v) for v in value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = get_type_hints(tp)
+        unknown = set(value) - {f.name for f in dataclasses.fields(tp)}
+        if unknown:
+            raise ValueError(f"{tp.__name__} has no field {sorted(unknown)[0]!r}")
+        return tp(**{k: _typed(hints[k], v) for k, v in value.items()})
+    return value

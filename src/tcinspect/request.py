@@ -3,79 +3,19 @@ report, a TORCH_TRACE log, the cached report of an unchanged model file, or a ne
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from tcinspect import cache, serialize
 from tcinspect.errors import ModelFileError, ReportFormatError, TraceLogError, UsageError
-from tcinspect.report import (
-    BenchRequest,
-    CompileOptions,
-    ExportRequest,
-    Failure,
-    Options,
-    Report,
-    VerifyRequest,
-)
+from tcinspect.report import Failure, Options, Report, Request
+
+__all__ = ["Obtained", "Request", "load", "obtain", "obtained"]
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-@dataclass(frozen=True)
-class Request:
-    """A report to obtain: where from (``file``) and, when it must be captured, what to run.
-
-    Args:
-        file: a model file or script (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of
-            rank logs; None for the latest report in the cache.
-        compile: the torch.compile options.
-        verify, export, bench: the optional requests of ``tcinspect verify``, ``export`` and ``codegen --bench``.
-        model_name: the model object's name; None is ``model`` with the mode decided by the file, a name given
-            forces model mode. ``script`` forces script mode, with ``script_args`` as its sys.argv.
-        fresh: recompile cold in a private cache and ignore cached reports.
-        timeout: seconds before the capture (or the whole --nproc job) is stopped.
-        nproc: run the file on this many ranks under torchrun; ``launcher_args`` go to torchrun.
-        rank: one rank of a distributed report or TORCH_TRACE directory.
-        strict: anything the parser did not understand is an error (exit 2).
-        isolate: compile in a child process, so that a native crash is a report (the CLI's default).
-        also_accept: other recorded options whose cached reports answer this request too.
-        per_call: ``guards --per-call N``: after compiling, time N calls per input set under torch.profiler.
-        jobs: processes that read the rank logs of a TORCH_TRACE directory (default: one per idle core).
-        measure_memory: on a CUDA device, measure one training step's peak memory compiled and eager after
-            compiling (``memory``, ``check --max-peak-ratio``); a capture that does not ask runs no extra step.
-    """
-
-    file: Optional[str] = None
-    compile: CompileOptions = field(default_factory=CompileOptions)
-    verify: Optional[VerifyRequest] = None
-    export: Optional[ExportRequest] = None
-    bench: Optional[BenchRequest] = None
-    model_name: Optional[str] = None
-    inputs_name: str = "example_inputs"
-    script: bool = False
-    script_args: tuple[str, ...] = ()
-    fresh: bool = False
-    timeout: Optional[float] = None
-    nproc: Optional[int] = None
-    launcher_args: tuple[str, ...] = ()
-    rank: Optional[int] = None
-    strict: bool = False
-    isolate: bool = True
-    quiet: bool = True
-    also_accept: tuple[Options, ...] = field(default=(), compare=False)
-    per_call: int = 0
-    jobs: Optional[int] = None
-    measure_memory: bool = False
-
-    @property
-    def options(self) -> Options:
-        """The options as the report records them."""
-        return replace(Options.of(self.compile, self.verify, self.export, self.bench), per_call=self.per_call,
-                       measure_memory=self.measure_memory)
 
 
 @dataclass(frozen=True)
@@ -95,15 +35,7 @@ def obtain(request: Request) -> Report:
 
 def obtained(request: Request) -> Obtained:
     """``obtain``, with where the report came from and what the parser did not understand, for stderr."""
-    if request.script and request.model_name is not None:
-        raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
-                         "pass one of them")
-    as_script = True if request.script else (False if request.model_name is not None else None)
-    return resolve(request.file, request.options, rank=request.rank, strict=request.strict, nproc=request.nproc,
-                   model_name=request.model_name or "model", inputs_name=request.inputs_name, as_script=as_script,
-                   fresh=request.fresh, script_args=request.script_args, also_accept=request.also_accept,
-                   quiet=request.quiet, timeout=request.timeout, launcher_args=request.launcher_args,
-                   isolate=request.isolate, jobs=request.jobs)
+    return resolve(request)
 
 
 #: The fix line of a failed capture, by failure kind, when the failure brings none of its own.
@@ -136,10 +68,10 @@ def is_torch_trace(file: str) -> bool:
     return is_log(path)
 
 
-def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None, strict: bool = False,
-            nproc: Optional[int] = None, jobs: Optional[int] = None, **more: Any) -> Obtained:
-    """``_resolve``, then ``rank`` picks one rank of a distributed report or TORCH_TRACE directory, and
-    ``strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
+def resolve(request: Request) -> Obtained:
+    """``_resolve``, then ``request.rank`` picks one rank of a distributed report or TORCH_TRACE directory, and
+    ``request.strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
+    file, rank, nproc = request.file, request.rank, request.nproc
     logs = file is not None and not is_report_path(file) and is_torch_trace(file)
     if rank is not None and not logs and nproc is None and (file is None or not is_report_path(file)):
         raise UsageError("--rank picks one rank of a TORCH_TRACE directory, a distributed report or an --nproc run",
@@ -150,7 +82,7 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
                              "leave out --nproc")
         from tcinspect.parse import logfiles, torchtrace
 
-        rep = torchtrace.read(file, rank=rank, jobs=jobs)
+        rep = torchtrace.read(file, rank=rank, jobs=request.jobs)
         what = "TORCH_TRACE directory" if rep.ranks or logfiles.is_directory(file) else "TORCH_TRACE log"
         ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
         ranks += _files_read(rep)
@@ -162,12 +94,12 @@ def resolve(file: Optional[str], options: Options, *, rank: Optional[int] = None
             rep = _with_failure(rep, "the log shows the stages that worked before it")
         resolved = Obtained(rep, f"read {what} {file}{ranks}", _warning(rep))
     else:
-        resolved = _resolve(file, options, nproc=nproc, **more)
+        resolved = _resolve(request)
         if rank is not None:
             resolved = Obtained(_one_rank(resolved.report, rank, file or ""), resolved.note)
     parse = resolved.report.parse
     # a run that failed ends with its failure (shown with the report), as it did before --strict looked
-    if strict and parse is not None and parse.damaged and resolved.report.failure is None:
+    if request.strict and parse is not None and parse.damaged and resolved.report.failure is None:
         from tcinspect.analysis.parse_health import parse_warning
 
         raise TraceLogError(f"{file}: {parse_warning(resolved.report)}", "--strict fails on anything the parser "
@@ -179,7 +111,7 @@ def load(file: str, rank: Optional[int] = None, strict: bool = False, jobs: Opti
     """A saved report or a TORCH_TRACE log or directory, never a capture (``tcinspect diff``)."""
     if not is_report_path(file) and not is_torch_trace(file):
         serialize.load(file)  # its own precise error (missing file, not a report)
-    return resolve(file, Options(), rank=rank, strict=strict, jobs=jobs)
+    return resolve(Request(file=file, rank=rank, strict=strict, jobs=jobs))
 
 
 #: ignored files named on stderr; the rest are counted (every one is under parse.ignored_files in YAML/JSON)
@@ -250,30 +182,17 @@ def recorded_options_note(recorded: Options, asked: Options) -> str:
     return f"it answers for the options it was recorded with: {words(recorded, differ)} (asked: {words(asked, differ)})"
 
 
-def _resolve(
-    file: Optional[str],
-    options: Options,
-    *,
-    model_name: str = "model",
-    inputs_name: str = "example_inputs",
-    fresh: bool = False,
-    script_args: Sequence[str] = (),
-    also_accept: Sequence[Options] = (),
-    quiet: bool = False,
-    timeout: Optional[float] = None,
-    nproc: Optional[int] = None,
-    launcher_args: Sequence[str] = (),
-    as_script: Optional[bool] = None,
-    isolate: bool = False,
-) -> Obtained:
-    """The report for ``file``: a saved report, a current cached one, or a new capture.
+def _resolve(request: Request) -> Obtained:
+    """The report for ``request.file``: a saved report, a current cached one, or a new capture.
 
     ``also_accept`` lists other capture options whose cached reports answer too (a full
     Inductor trace answers `breaks`, which itself needs only Dynamo). ``nproc`` runs the file on
     that many ranks under torchrun (tcinspect.capturing.launcher); ``timeout`` then bounds the whole job.
     ``isolate`` compiles in a child process even without ``timeout`` (a native crash is then a report).
+    The model file is read and hashed once, here; an in-process capture or the launcher gets it as read.
     """
-    if launcher_args and nproc is None:
+    file, options, nproc, script_args = request.file, request.options, request.nproc, request.script_args
+    if request.launcher_args and nproc is None:
         raise UsageError("--torchrun-arg passes options to torchrun, which only --nproc starts", "add --nproc N")
     if nproc is not None and (file is None or is_report_path(file)):
         raise UsageError("--nproc runs a model file on several ranks, so it needs a .py file",
@@ -294,29 +213,25 @@ def _resolve(
     if is_report_path(file):
         return Obtained(cache.read_report(file), f"from saved report {file}")
 
+    from tcinspect.capturing import modelfile
+
     path = Path(file)
+    # the one read of the file (its precise error when it is missing, a directory, not Python, ...)
+    source = modelfile.read(path, request.model, request.as_script)
     if not path.is_file():
-        # let the model-file reader produce its precise error (missing, directory, ...)
-        from tcinspect.capturing import modelfile
-
-        modelfile.read(path, model_name, as_script)
         raise ModelFileError(f"'{path}' is not a regular file", "give a .py model file")
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    if script_args:
-        from tcinspect.capturing import modelfile
-
-        if not modelfile.read(path, model_name, as_script).is_script:
-            raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
-                             f"`{model_name}`), which takes no arguments",
-                             "remove it; only a script (a file without `model`) takes arguments after --")
-    forced = () if as_script is None else ("--script",) if as_script else ("--model",)
-    extra = (model_name, inputs_name, *script_args, *forced)
+    if script_args and not source.is_script:
+        raise UsageError(f"unexpected argument '{script_args[0]}': {file} is a model file (it defines "
+                         f"`{request.model}`), which takes no arguments",
+                         "remove it; only a script (a file without `model`) takes arguments after --")
+    forced = () if request.as_script is None else ("--script",) if request.as_script else ("--model",)
+    extra = (request.model, request.inputs_name, *script_args, *forced)
     if nproc is not None:  # a distributed report is its own entry, per rank count and torchrun options
-        extra = (*extra, f"--nproc={nproc}", *launcher_args)
-    keys = [cache.key(path, sha, o, extra) for o in (options, *also_accept)]
+        extra = (*extra, f"--nproc={nproc}", *request.launcher_args)
+    keys = [cache.key(path, source.sha256, o, extra) for o in (options, *request.also_accept)]
     # a custom backend or pass lives in another file, whose changes the key would not see
     cacheable = not options.compile.runs_user_code
-    if not fresh and cacheable:
+    if not request.fresh and cacheable:
         entry = cache.lookup(path, keys)
         if entry is not None and entry.report.summary.graphs_failed and _compared(entry.report.options) != \
                 _compared(options):
@@ -330,26 +245,21 @@ def _resolve(
             return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}"
                                           f"{'; ' + differs if differs else ''}; --fresh to recompile)")
 
-    if not fresh:
+    if not request.fresh:
         _check_inductor_cache_dir()
     if nproc is not None:
         from tcinspect.capturing import launcher
 
         # the merged report; a rank's failure is in its `failure` (analysis.divergence.rank_failure)
-        report = launcher.capture(path, nproc=nproc, launcher_args=launcher_args, model_name=model_name,
-                                     inputs_name=inputs_name, options=options, fresh=fresh,
-                                     script_args=script_args, quiet=quiet, timeout=timeout, as_script=as_script)
-    elif timeout is not None or isolate:
+        report = launcher.capture(request, source)
+    elif request.timeout is not None or request.isolate:
         from tcinspect.capturing.isolate import capture_isolated  # the child imports torch, not us
 
-        report = capture_isolated(path, model_name=model_name, inputs_name=inputs_name, options=options,
-                                  fresh=fresh, script_args=script_args, quiet=quiet, timeout=timeout,
-                                  as_script=as_script)
+        report = capture_isolated(request, source)
     else:
         from tcinspect.capturing.engine import capture_file  # torch is imported only here
 
-        report = capture_file(path, model_name=model_name, inputs_name=inputs_name, options=options, fresh=fresh,
-                              script_args=script_args, quiet=quiet, as_script=as_script)
+        report = capture_file(request, source=source)
     if not report.ok:  # typed by the capture: a stage, the user's own target, a crash or a rank's error
         kind = report.failure.kind if report.failure is not None else "stage"
         return Obtained(_with_failure(report, CAPTURE_FIXES.get(kind, CAPTURE_FIXES["stage"])))

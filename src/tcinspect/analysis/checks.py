@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -297,39 +297,47 @@ def snapshot(rep: Report, compile_time: bool = False, guard_latency_us: bool = F
 def compare_compile_time(model: str, rep: Report, base: dict[str, Any], tolerance_pct: float,
                          baseline_path: Any) -> Finding:
     """Compile time against the baseline's, relative: fails past ``tolerance_pct`` percent slower."""
-    before = base.get("compile_time_s")
-    if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= 0:
-        raise UsageError(f"baseline {baseline_path} has no compile time for {model}",
-                         f"record one with `tcinspect check {model} --baseline {baseline_path} --update "
-                         f"--compile-time-tolerance {tolerance_pct:g}`")
+    before = _recorded(base, "compile_time_s", "compile time", "--compile-time-tolerance", model, tolerance_pct,
+                       baseline_path)
     now = rep.summary.compile_time_s
-    change = 100.0 * (now - before) / before
-    text = f"compile time {now:.2f} s vs baseline {before:.2f} s ({change:+.0f}%, tolerance {tolerance_pct:g}%)"
-    if change > tolerance_pct:
-        return Finding(model, "compile_time", "fail", text, rep.target.path)
-    if change < -tolerance_pct:
-        return Finding(model, "compile_time", "improved", text)
-    return Finding(model, "compile_time", "ok", text)
+    return compare_relative(model, "compile_time", now, before, tolerance_pct, rep.target.path,
+                            lambda change: f"compile time {now:.2f} s vs baseline {before:.2f} s ({change})")
 
 
 def compare_guard_latency(model: str, rep: Report, base: dict[str, Any], tolerance_pct: float,
                           baseline_path: Any) -> Finding:
     """The largest guard latency against the baseline's, relative: fails past ``tolerance_pct`` percent more."""
-    before = base.get("guard_latency_us")
-    if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= 0:
-        raise UsageError(f"baseline {baseline_path} has no guard latency for {model}",
-                         f"record one with `tcinspect check {model} --baseline {baseline_path} --update "
-                         f"--guard-latency-tolerance {tolerance_pct:g}`")
+    before = _recorded(base, "guard_latency_us", "guard latency", "--guard-latency-tolerance", model, tolerance_pct,
+                       baseline_path)
     worst = guard_latency(model, rep)
     now = worst[1] if worst else 0.0
+    return compare_relative(model, "guard_latency", now, before, tolerance_pct, rep.target.path,
+                            lambda change: f"guard latency {now:g} us{f' at {worst[0]}' if worst else ''} vs "
+                                           f"baseline {before:g} us ({change})")
+
+
+def compare_relative(model: str, what: str, now: float, before: float, tolerance_pct: float, path: str,
+                     text: Callable[[str], str]) -> Finding:
+    """A measurement against the baseline's, relative: ``fail`` past ``tolerance_pct`` percent more, ``improved``
+    past as much less, else ``ok``; ``text`` words it around "+12%, tolerance 10%"."""
     change = 100.0 * (now - before) / before
-    text = (f"guard latency {now:g} us{f' at {worst[0]}' if worst else ''} vs baseline {before:g} us "
-            f"({change:+.0f}%, tolerance {tolerance_pct:g}%)")
+    words = text(f"{change:+.0f}%, tolerance {tolerance_pct:g}%")
     if change > tolerance_pct:
-        return Finding(model, "guard_latency", "fail", text, rep.target.path)
+        return Finding(model, what, "fail", words, path)
     if change < -tolerance_pct:
-        return Finding(model, "guard_latency", "improved", text)
-    return Finding(model, "guard_latency", "ok", text)
+        return Finding(model, what, "improved", words)
+    return Finding(model, what, "ok", words)
+
+
+def _recorded(base: dict[str, Any], key: str, words: str, option: str, model: str, tolerance_pct: float,
+              baseline_path: Any) -> float:
+    """The baseline's positive number under ``key``, else the usage error that says how to record it."""
+    before = base.get(key)
+    if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= 0:
+        raise UsageError(f"baseline {baseline_path} has no {words} for {model}",
+                         f"record one with `tcinspect check {model} --baseline {baseline_path} --update "
+                         f"{option} {tolerance_pct:g}`")
+    return float(before)
 
 
 def baseline_key(model_path: str, baseline_path: Path) -> str:

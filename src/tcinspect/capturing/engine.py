@@ -19,7 +19,7 @@ from tcinspect.parse import assemble, cudagraphs, inductor, provenance, roofline
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events
-from tcinspect.report import InputSetError, Options, Report, Target, Verification, VerifyRequest
+from tcinspect.report import InputSetError, Options, Report, Request, Target, Verification, VerifyRequest
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
 EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
@@ -439,15 +439,30 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     return memory.attach(roofline.attach(run.report(target, device), measured), peaks, device, opts)
 
 
-def capture_file(path: str | os.PathLike, *, model_name: str = "model", inputs_name: str = "example_inputs",
-                 options: Optional[Options] = None, fresh: bool = False,
-                 script_args: Sequence[str] = (), quiet: bool = False, as_script: Optional[bool] = None) -> Report:
+def capture_file(file: str | os.PathLike | Request, *, source: Optional[modelfile.ModelSource] = None,
+                 model_name: str = "model", inputs_name: str = "example_inputs", options: Optional[Options] = None,
+                 fresh: bool = False, script_args: Sequence[str] = (), quiet: bool = False,
+                 as_script: Optional[bool] = None) -> Report:
     """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script.
 
-    ``as_script`` forces script mode (True) or model mode (False); None decides by the file.
+    ``file`` is a ``Request`` (what ``tcinspect.obtain`` and the capture's child process pass: its ``file``,
+    model and inputs names, options, ``fresh``, ``script_args`` and ``quiet``), or a path with those as
+    keyword arguments, where ``as_script`` forces script mode (True) or model mode (False) and None decides by
+    the file. ``source`` is the file as already read and hashed (else it is read here).
     """
-    opts = options or Options()
-    src = modelfile.read(path, model_name, as_script)
+    if isinstance(file, Request):
+        if file.file is None:
+            raise UsageError("a capture needs a model file", "give Request(file=...) a .py model file or script")
+        return _capture_file(file.file, file.model, file.inputs_name, file.options, file.fresh, file.script_args,
+                             file.quiet, file.as_script, source)
+    return _capture_file(file, model_name, inputs_name, options or Options(), fresh, script_args, quiet, as_script,
+                         source)
+
+
+def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, opts: Options, fresh: bool,
+                  script_args: Sequence[str], quiet: bool, as_script: Optional[bool],
+                  source: Optional[modelfile.ModelSource]) -> Report:
+    src = source or modelfile.read(path, model_name, as_script)
     if opts.bench_request is not None:  # before the file runs or anything compiles
         gpu_timing.check(opts.compile, script=src.is_script)
     if src.is_script:

@@ -17,33 +17,32 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect import errors, interrupts, serialize
 from tcinspect.errors import ChildInternalError
-from tcinspect.report import Failure, Options, Report, Target, options_from_json
+from tcinspect.report import Failure, Options, Report, Request, Target
+
+if TYPE_CHECKING:
+    from tcinspect.capturing.modelfile import ModelSource
 
 
-def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: Options, fresh: bool,
-                     script_args: Sequence[str], quiet: bool, timeout: Optional[float],
-                     as_script: Optional[bool] = None) -> Report:
-    """capture_file in a child process, stopped after ``timeout`` seconds (None: no limit).
+def capture_isolated(request: Request, source: ModelSource) -> Report:
+    """capture_file in a child process, stopped after ``request.timeout`` seconds (None: no limit). The
+    child gets the request whole (``Request.to_json``) and the file's bytes as they were read and hashed.
 
     A crash or a timeout is a report of the stages recorded before it, whose ``failure`` is ``crashed``."""
+    path, timeout = source.path, request.timeout
     with tempfile.TemporaryDirectory(prefix="tcinspect-child-") as tmp:
         t = Path(tmp)
-        request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name,
-                   "options": asdict(options), "fresh": fresh, "script_args": list(script_args), "quiet": quiet,
-                   "as_script": as_script, "result": str(t / "result.json"), "fault": str(t / "fault.txt")}
-        (t / "request.json").write_text(json.dumps(request))
+        (t / "request.json").write_text(request.to_json(), encoding="utf-8")
+        (t / "source.py").write_bytes(source.text.encode("utf-8"))
         env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
         with open(t / "output.txt", "w+b") as output:
             # its own session: a Ctrl-C at the terminal reaches only us, and we end the child's whole
             # process group (its compile workers and g++ included) on the way out
-            proc = subprocess.Popen([sys.executable, "-m", "tcinspect.capturing.isolate", str(t / "request.json")],
+            proc = subprocess.Popen([sys.executable, "-m", "tcinspect.capturing.isolate", str(t)],
                                     env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             with interrupts.cleanup(lambda: _kill_group(proc)):
                 try:
@@ -76,7 +75,7 @@ def capture_isolated(path: Path, *, model_name: str, inputs_name: str, options: 
                                if (t / "fault.txt").exists() else "", path)
             why = f"the capture process crashed ({_signal_name(code)}){where}"
             fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
-        partial = partial_report(t / "events.jsonl", path, model_name, options, why)
+        partial = partial_report(t / "events.jsonl", path, request.model, request.options, why)
         return partial.replace(failure=Failure("crashed", why, fix))
 
 
@@ -134,18 +133,22 @@ def partial_report(events_file: Path, path: Path, model_name: str, options: Opti
                        torch_version=installed_torch_version(), source=SourceHealth(lines_not_understood=bad))
 
 
-def _child(request_path: str) -> int:
-    req = json.loads(Path(request_path).read_text())
-    result = Path(req["result"])
+def _child(directory: str) -> int:
+    """The child: capture the request in ``directory`` and write ``result.json`` there."""
+    t = Path(directory)
+    result = t / "result.json"
     # a native crash (an abort or a segfault in an extension) leaves the Python stack here for the parent
-    fault = open(req["fault"], "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
+    fault = open(t / "fault.txt", "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
     faulthandler.enable(fault, all_threads=False)
+    from tcinspect.capturing import modelfile
     from tcinspect.capturing.engine import capture_file
 
     try:
-        rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
-                           options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
-                           quiet=req["quiet"], as_script=req.get("as_script"))
+        request = Request.from_json((t / "request.json").read_text(encoding="utf-8"))
+        assert request.file is not None
+        source = modelfile.of_bytes(Path(request.file), (t / "source.py").read_bytes(), request.model,
+                                    request.as_script)
+        rep = capture_file(request, source=source)
         payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:
         payload = {"error": {"class": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}}

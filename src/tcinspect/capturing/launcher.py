@@ -24,9 +24,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect import interrupts, serialize
 from tcinspect._version import __version__
@@ -42,12 +42,18 @@ from tcinspect.report import (
     Options,
     RankReport,
     Report,
+    Request,
     Target,
 )
+
+if TYPE_CHECKING:
+    from tcinspect.capturing.modelfile import ModelSource
 
 #: Set for each rank by the parent: the directory of the per-rank files.
 RANKS_DIR_ENV = "TCINSPECT_RANKS_DIR"
 REQUEST = "request.json"
+#: the model file as the launcher read and hashed it: every rank compiles these bytes
+SOURCE = "source.py"
 RANK_MODULE = "tcinspect.capturing.rank"
 
 
@@ -158,46 +164,46 @@ def _cuda_device_count() -> int:
     return int(torch.cuda.device_count())
 
 
-def capture(path: str | os.PathLike, *, nproc: int, launcher_args: Sequence[str] = (), model_name: str = "model",
-            inputs_name: str = "example_inputs", options: Optional[Options] = None, fresh: bool = False,
-            script_args: Sequence[str] = (), quiet: bool = False, timeout: Optional[float] = None,
-            as_script: Optional[bool] = None) -> Report:
+def capture(request: Request, source: Optional[ModelSource] = None) -> Report:
     """Capture a model file (or script) on every rank of a torchrun job; one report with ``ranks``.
 
     Args:
-        path: the model file or script; it initialises its own process group from torchrun's
-            environment (``dist.init_process_group("gloo")`` on CPU).
-        nproc: ranks on this machine (torchrun's ``--nproc-per-node``).
-        launcher_args: further torchrun tokens (``--master-port=29501``; then ``--standalone`` is
-            not added).
-        timeout: seconds for the whole job; then every rank still running is stopped.
+        request: ``file`` is the model file or script; it initialises its own process group from torchrun's
+            environment (``dist.init_process_group("gloo")`` on CPU). ``nproc`` ranks on this machine
+            (torchrun's ``--nproc-per-node``); ``launcher_args``, further torchrun tokens
+            (``--master-port=29501``; then ``--standalone`` is not added); ``timeout``, seconds for the whole
+            job, then every rank still running is stopped. Every rank gets the request whole.
+        source: the file as already read and hashed (else it is read here); every rank compiles these bytes.
 
     A rank that failed makes the merged report's ``failure`` (analysis.divergence.rank_failure): crashed (a
     rank crashed, hung or never started), rank_error (a rank raised) or stage (a rank's compile failed).
     """
     from tcinspect.capturing import modelfile
 
-    opts = options or Options()
-    src = modelfile.read(path, model_name, as_script)  # a syntax error is one error here, not one per rank
+    if request.file is None or request.nproc is None:
+        raise UsageError("--nproc runs a model file on several ranks, so it needs a .py file",
+                         "give the model file or script, e.g. tcinspect trace train.py --nproc 2")
+    path, nproc, timeout, model_name = Path(request.file), request.nproc, request.timeout, request.model
+    opts = request.options
+    # a syntax error is one error here, not one per rank
+    src = source or modelfile.read(path, model_name, request.as_script)
     device = opts.device or src.device
     check_nproc(nproc, device)
-    args = torchrun_args(launcher_args)
+    args = torchrun_args(request.launcher_args)
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
         directory = Path(tmp)
-        request = {"path": str(path), "model_name": model_name, "inputs_name": inputs_name, "options": asdict(opts),
-                   "fresh": fresh, "script_args": list(script_args), "quiet": quiet, "device": device,
-                   "as_script": as_script}
-        (directory / REQUEST).write_text(json.dumps(request), encoding="utf-8")
+        (directory / REQUEST).write_text(request.to_json(), encoding="utf-8")
+        (directory / SOURCE).write_bytes(src.text.encode("utf-8"))
         env = dict(os.environ, **{RANKS_DIR_ENV: str(directory)})
         start = time.perf_counter()
         code, timed_out, launcher_output = run_launcher(torchrun_command(nproc, args), env, directory, nproc, timeout)
         seconds = time.perf_counter() - start
-        forward_output(directory, nproc, launcher_output if not quiet else "")
-        ranks, reports = collect(directory, nproc, Path(path), model_name, opts, timed_out, launcher_output)
+        forward_output(directory, nproc, launcher_output if not request.quiet else "")
+        ranks, reports = collect(directory, nproc, path, model_name, opts, timed_out, launcher_output)
     if not timed_out and all(r.status == "missing" for r in ranks):
         raise UsageError(f"torchrun started no rank (exit status {code}): {_last_line(launcher_output)}",
                          "check the --torchrun-arg values (python -m torch.distributed.run --help lists them)")
-    base = _base(ranks, reports, src, Path(path), model_name, inputs_name, opts, device)
+    base = _base(ranks, reports, src, path, model_name, request.inputs_name, opts, device)
     merged = merge(base, ranks, timings=(("torchrun_s", round(seconds, 3)),))
     return merged.replace(failure=rank_failure(merged, timeout if timed_out else None))
 

@@ -92,6 +92,12 @@ def read(path: str | os.PathLike, model_name: str = "model", as_script: Optional
         data = p.read_bytes()
     except OSError as exc:
         raise ModelFileError(f"cannot read '{p}': {exc.strerror}", "check the file's permissions") from None
+    return of_bytes(p, data, model_name, as_script)
+
+
+def of_bytes(p: Path, data: bytes, model_name: str = "model", as_script: Optional[bool] = None) -> ModelSource:
+    """``read``'s checks on a file's bytes already read (a capture's child gets them from its parent, so that
+    the file is read once per run and every process compiles the same text)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tcinspect import errors, serialize
-from tcinspect.capturing.launcher import RANKS_DIR_ENV, REQUEST, RankFiles
-from tcinspect.report import options_from_json
+from tcinspect.capturing.launcher import RANKS_DIR_ENV, REQUEST, SOURCE, RankFiles
+from tcinspect.report import Request
 
 _KEEP_OPEN: list[TextIO] = []  # faulthandler writes to these until the process ends
 
@@ -41,13 +41,16 @@ def main() -> int:
     from tcinspect.capturing.engine import EVENTS_FILE_ENV, capture_file
 
     os.environ[EVENTS_FILE_ENV] = str(files.events)
-    req = json.loads((directory / REQUEST).read_text(encoding="utf-8"))
     code = 1
     try:
-        _use_own_gpu(req["device"])
-        rep = capture_file(req["path"], model_name=req["model_name"], inputs_name=req["inputs_name"],
-                           options=options_from_json(req["options"]), fresh=req["fresh"], script_args=req["script_args"],
-                           quiet=req["quiet"], as_script=req.get("as_script"))
+        from tcinspect.capturing import modelfile
+
+        request = Request.from_json((directory / REQUEST).read_text(encoding="utf-8"))
+        assert request.file is not None
+        source = modelfile.of_bytes(Path(request.file), (directory / SOURCE).read_bytes(), request.model,
+                                    request.as_script)
+        _use_own_gpu(request.compile.device or source.device)
+        rep = capture_file(request, source=source)
         payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
         code = 0 if rep.ok else 1
     except errors.TcinspectError as exc:

@@ -36,8 +36,10 @@ from tcinspect.cli import schema as _schema  # noqa: F401
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI; every error ends here as one line on stderr and a documented exit code."""
+    from tcinspect.cli import common
+
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    common.DEBUG.clear()  # a command's --debug sets it once its options are parsed
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("tcinspect: warning: %(message)s"))
     logging.getLogger("tcinspect").addHandler(handler)
@@ -52,12 +54,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             interrupts.check()  # a signal torch swallowed: the run did not end as it should
             return code
     except TcinspectError as exc:
-        if debug:
+        if common.DEBUG:
             traceback.print_exc()
         _say(f"tcinspect: error: {exc.one_line()}")
         return int(exc.exit_code)
     except Interrupted as exc:
-        if debug:
+        if common.DEBUG:
             traceback.print_exc()
         _say(interrupts.line(exc.signum))
         return interrupts.exit_code(exc.signum)

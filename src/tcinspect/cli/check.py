@@ -51,7 +51,14 @@ MaxPeakRatio = Annotated[Optional[float], typer.Option(
     show_default=False, min=0, metavar="RATIO")]
 
 
+CheckTimeoutOpt = Annotated[Optional[float], typer.Option(
+    "--timeout", help="Seconds before a capture is stopped; check always compiles in a child process so a "
+                      "crash or hang fails the build with exit 4.", min=1)]
+
+
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
+@c.capture_options("model_name script inputs_name device backend mode dynamic no_backward fresh timeout nproc launcher_args rank "
+                   "strict jobs debug", timeout=(CheckTimeoutOpt, 1800))
 def check(
     files: Annotated[Optional[list[str]], typer.Argument(
         help="Model files or saved reports (default: `models` in [tool.tcinspect]).", show_default=False)] = None,
@@ -67,26 +74,11 @@ def check(
         "--baseline", help="Compare against this snapshot (default: `baseline` in [tool.tcinspect]).",
         show_default=False)] = None,
     update: Annotated[bool, typer.Option("--update", help="Rewrite the baseline from this run.")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, github or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, github or json.",
+                                     callback=c.choice("--format", ("table", "github", "json")))] = "table",
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.", show_default=False)] = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: c.BackendOpt = "inductor",
-    mode: c.ModeOpt = "",
-    dynamic: c.DynamicOpt = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
-    timeout: Annotated[Optional[float], typer.Option(
-        "--timeout", help="Seconds before a capture is stopped; check always compiles in a child process so a "
-                          "crash or hang fails the build with exit 4.", min=1)] = 1800,
-    nproc: c.NprocOpt = None,
-    torchrun_arg: c.TorchrunArgOpt = None,
-    rank: c.RankOpt = None,
-    strict: c.StrictOpt = False,
-    jobs: c.JobsOpt = None,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
     max_specializations: Annotated[Optional[int], typer.Option(
         "--max-specializations", help="Fail when more sizes than this are made constants by the code "
                                       "(symbolic_shape_specialization), besides --static-ok sources.",
@@ -105,10 +97,9 @@ def check(
                               "record the look-ups that hit.")] = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
-    from tcinspect.analysis import caches, checks, divergence, shapecheck
+    from tcinspect.analysis import budget, checks
     from tcinspect.render import checks as render
 
-    fmt = c.check_format(fmt, ("table", "github", "json"))
     config = checks.load_config()
     paths = checks.models_in(files or [], config)
     if not paths:
@@ -127,53 +118,24 @@ def check(
     shape_budget = max_specializations is not None or bool(static_ok)
     if expect_warm and baseline_path is None:
         raise UsageError("--expect-warm compares with a baseline", "pass --baseline FILE")
-    if not update and baseline_path is None and nproc is None and not shape_budget and not any(Path(p).is_dir() for p in paths) and not any(
+    if not update and baseline_path is None and capture.nproc is None and not shape_budget and not any(Path(p).is_dir() for p in paths) and not any(
             checks.merged_limits(cli_limits, config, p).any() for p in paths):
         raise UsageError("nothing to check: no --max-* budget and no baseline",
                          "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
     base = checks.load_baseline(baseline_path) if baseline_path is not None and not update else None
-    opts = c.options(backend, mode, False, dynamic, no_backward, device)
 
+    budgets = budget.Budgets(max_specializations, tuple(static_ok or ()), compile_time_tolerance,
+                             guard_latency_tolerance, expect_warm)
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
         limits = checks.merged_limits(cli_limits, config, path)
-        rep = c.obtain(path, opts, model=model, inputs=inputs, fresh=fresh, debug=debug, rank=rank, strict=strict, jobs=jobs,
-                       timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script,
-                       measure_memory=checks.measures_peaks(limits, base.get(name) if base is not None else None))
+        rep = capture.obtain(path, measure_memory=checks.measures_peaks(limits, base.get(name) if base is not None
+                                                                        else None))
         c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
-        for prefix, one in divergence.per_rank(rep):  # a distributed report: each rank against the budgets
-            outcome.findings += divergence.labelled(checks.check_limits(name, one, limits), prefix)
-        outcome.findings += checks.divergence_findings(name, rep)
-        outcome.findings += shapecheck.check_specializations(name, rep, max_specializations, static_ok or [])
         if update:
-            snapshots[name] = {**checks.snapshot(rep, compile_time=compile_time_tolerance is not None,
-                                                 guard_latency_us=guard_latency_tolerance is not None),
-                               **shapecheck.snapshot_entry(rep)}
-            if expect_warm:
-                snapshots[name]["warm"] = caches.warm_record(rep)
-        elif base is not None:
-            if name not in base:
-                raise UsageError(f"{name} is not in baseline {baseline_path}",
-                                 f"add it with `tcinspect check {path} --baseline {baseline_path} --update`")
-            for prefix, one in divergence.per_rank(rep):
-                outcome.findings += divergence.labelled(checks.compare(name, one, base[name]), prefix)
-            if "specialized" in base[name]:  # recorded since baselines hold it
-                outcome.findings += shapecheck.compare(name, rep, base[name])
-            outcome.findings += checks.compare_memory(name, rep, base[name])
-            if compile_time_tolerance is not None:
-                outcome.findings.append(checks.compare_compile_time(name, rep, base[name], compile_time_tolerance,
-                                                                    baseline_path))
-            if guard_latency_tolerance is not None:
-                outcome.findings.append(checks.compare_guard_latency(name, rep, base[name], guard_latency_tolerance,
-                                                                     baseline_path))
-            if expect_warm:
-                if not isinstance(base[name].get("warm"), dict):
-                    raise UsageError(f"baseline {baseline_path} has no cache record for {name}",
-                                     f"record one on a warm run with `tcinspect check {path} --baseline "
-                                     f"{baseline_path} --update --expect-warm`")
-                outcome.findings += [checks.Finding(name, what, status, text, rep.target.path if status == "fail" else "")
-                                     for what, status, text in caches.expect_warm_findings(name, rep, base[name], path)]
+            snapshots[name] = budget.baseline_entry(rep, budgets)
+        outcome.findings += budget.judge(name, path, rep, limits, budgets, None if update else base, baseline_path)
 
     if update:
         assert baseline_path is not None  # refused above: --update needs a baseline path
@@ -182,10 +144,7 @@ def check(
         from tcinspect import interrupts, outfile
 
         interrupts.check()
-        try:
-            outfile.write(junit, render.junit(outcome), option="--junit")
-        except OSError as exc:
-            raise UsageError(f"cannot write {junit}: {exc.strerror or exc}", "choose a writable path for --junit") from None
+        outfile.write(junit, render.junit(outcome), option="--junit")
         c.note(f"wrote {junit}")
     if fmt == "github":
         sys.stdout.write(render.github(outcome))

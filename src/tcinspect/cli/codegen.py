@@ -41,11 +41,15 @@ TryModeOpt = Annotated[Optional[str], typer.Option(
                        "and time its step beside the default's.", show_default=False)]
 SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: step (most GPU time in the real step "
                                                      "first), time (slowest isolated replay first), peak (furthest "
-                                                     "below the roofline first) or launch.")]
+                                                     "below the roofline first) or launch.",
+                                      callback=c.choice("--sort", BENCH_SORTS, "pass --sort step, time, peak or launch",
+                                                        lower=False))]
 
 
 @app.command(epilog="Example: tcinspect codegen sample_models/tiny.py --kernel cpp_fused; on a GPU: "
                      "tcinspect codegen sample_models/transformer_block.py --bench --sort peak")
+@c.capture_options("model_name script inputs_name device backend passes mode fullgraph dynamic no_backward fresh timeout rank "
+                   "strict jobs debug")
 def codegen(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -61,32 +65,15 @@ def codegen(
     try_mode: TryModeOpt = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: c.BackendOpt = "inductor",
-    passes: c.PassOpt = None,
-    mode: c.ModeOpt = "",
-    fullgraph: c.FullgraphOpt = False,
-    dynamic: c.DynamicOpt = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    rank: c.RankOpt = None,
-    strict: c.StrictOpt = False,
-    jobs: c.JobsOpt = None,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
 ) -> None:
     """List every kernel Inductor generated, in launch order: kind, fused ops, your source lines, sizes."""
-    fmt = c.check_format(fmt)
-    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
+    opts = capture.compile()
     if try_mode is not None and not bench:
         raise UsageError("--try-mode measures a mode beside --bench's step", "add --bench")
     if try_mode is not None and try_mode not in TRY_MODES:
         raise UsageError(f"--try-mode {try_mode!r} is not a torch.compile mode", f"pass one of {', '.join(TRY_MODES)}")
-    if sort not in BENCH_SORTS:  # refused with or without --bench: a typo is never taken silently
-        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     bench_request = None
     if bench:
         opts = _bench_options(opts, sort, wrapper or save is not None)
@@ -96,8 +83,7 @@ def codegen(
     if line is not None:
         _check_line(line)
     query = ("line", line) if line is not None else ("module", module) if module is not None else None
-    rep = c.obtain(file, opts, bench=bench_request, model=model, inputs=inputs, fresh=fresh, script_args=script_args,
-                   debug=debug, rank=rank, strict=strict, jobs=jobs, timeout=timeout, script=script)
+    rep = capture.obtain(file, script_args, compile=opts, bench=bench_request)
     if query is not None:
         _show_query(rep, query, fmt, output)
     elif bench:
@@ -138,8 +124,6 @@ TRY_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cuda
 
 def _bench_options(opts: CompileOptions, sort: str, other_view: bool) -> CompileOptions:
     """--bench: the capture times the kernels (a cache entry without timings never answers it)."""
-    if sort not in BENCH_SORTS:
-        raise UsageError(f"--sort {sort!r} is not one of {', '.join(BENCH_SORTS)}", "pass --sort step, time, peak or launch")
     if other_view:
         raise UsageError("--bench is a view of its own", "leave out --wrapper and --save with --bench")
     return replace(opts, device=opts.device or "cuda")

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional, get_args
 
 import typer
 from rich.console import Console, RenderableType
 
 from tcinspect.errors import ReportFailedError, UsageError
-from tcinspect.report import BenchRequest, CompileOptions, ExportRequest, Options, Report, VerifyRequest
+from tcinspect.report import CompileOptions, Report, Request
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a check failed (check, verify mismatch, export failure, ranks diverged) · 2 bad input "
@@ -26,12 +29,38 @@ EXIT_CODES_HELP = (
 #: Set to 1 to compile in tcinspect's own process instead of a child (as --debug does).
 IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
 
+#: The output formats of the commands whose output is their own document (a command with pages adds them).
+Format = Literal["table", "yaml", "json"]
+
+
+def choice(flag: str, words: Sequence[str], fix: str = "", lower: bool = True) -> Callable[[str], str]:
+    """An option's check of its value against its vocabulary ``words``, run by Typer while it parses the command
+    line: the value (lower-cased), or one line naming the value and the word most likely meant (exit 2)."""
+    def check(value: str) -> str:
+        word = value.lower() if lower else value
+        if word not in words:
+            raise UsageError(f"{flag} {word!r} is not one of {', '.join(words)}",
+                             fix or f"pass {flag} {_nearest(word, words)}")
+        return word
+
+    return check
+
+
+def dynamic_choice(value: str) -> str:
+    """``--dynamic``: true, false or auto (torch's default, which CompileOptions spells ""), any case."""
+    word = value.lower()
+    if word not in ("true", "false", "auto", ""):
+        raise UsageError(f"--dynamic {word!r} is not one of true, false, auto", "pass --dynamic true, false or auto")
+    return "" if word == "auto" else word
+
+
 FileArg = Annotated[Optional[str], typer.Argument(
     help="A model file (.py), a saved report (.yaml/.json), a TORCH_TRACE log or directory of rank logs, or "
          "nothing for the latest trace.", show_default=False)]
 ScriptArgs = Annotated[Optional[list[str]], typer.Argument(
     help="Arguments after `--` become the script's sys.argv (script mode).", show_default=False)]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml or json.",
+                                        callback=choice("--format", get_args(Format)))]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the full report to this file (.yaml or .json; - for stdout).",
                                                    show_default=False)]
 ModelOpt = Annotated[Optional[str], typer.Option(
@@ -46,6 +75,7 @@ ModeOpt = Annotated[str, typer.Option("--mode", help="torch.compile mode (defaul
                                       show_default=False)]
 FullgraphOpt = Annotated[bool, typer.Option("--fullgraph", help="Pass fullgraph=True to torch.compile.")]
 DynamicOpt = Annotated[str, typer.Option("--dynamic", help="Pass dynamic= to torch.compile: true, false or auto.",
+                                         callback=dynamic_choice,
                                          show_default=False)]
 BackendOpt = Annotated[str, typer.Option(
     "--backend", help="A registered torch.compile backend name, or your own: module:callable or file.py:callable.")]
@@ -54,7 +84,15 @@ PassOpt = Annotated[Optional[list[str]], typer.Option(
                    "before Inductor (or aot_eager); repeatable, applied in order.", show_default=False)]
 NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Recompile cold in a private cache; ignore cached reports.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
+def _debug(value: bool) -> bool:
+    if value:
+        DEBUG.append(True)  # the error boundary shows tracebacks (tcinspect.cli.main)
+    return value
+
+
+#: Set when a command's --debug was given (parsed first, so that an error in another option shows its traceback).
+DEBUG: list[bool] = []
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.", callback=_debug, is_eager=True)]
 TimeoutOpt = Annotated[Optional[float], typer.Option(
     "--timeout", help="Compile in a child process and stop it after this many seconds (a crash or hang is "
                       "then one error, exit 4, with the stages recorded before it).", show_default=False, min=1)]
@@ -80,28 +118,102 @@ JobsOpt = Annotated[Optional[int], typer.Option(
 err_console = Console(stderr=True, highlight=False)
 
 
-def options(backend: str, mode: str, fullgraph: bool, dynamic: str, no_backward: bool, device: str,
-            passes: Optional[Sequence[str]] = None) -> CompileOptions:
-    dynamic = dynamic.lower()
-    if dynamic == "auto":
-        dynamic = ""  # torch's default: static first, automatic dynamic on a recompile
-    if dynamic not in ("", "true", "false"):
-        raise UsageError(f"--dynamic {dynamic!r} is not one of true, false, auto", "pass --dynamic true, false or auto")
-    if device and device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise UsageError(f"--device {device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
-    compile_options = CompileOptions(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backward=not no_backward,
-                                     device=device, passes=tuple(passes or ()))
-    if mode and compile_options.runs_user_code:
-        raise UsageError(f"--mode {mode} configures Inductor's own backend, not --backend {backend} / --pass",
-                         "leave out --mode, or use the inductor backend without --pass")
-    return compile_options
+#: The capture options every command may take, declared once: (option, default), under the name of the Request
+#: or CompileOptions field each one sets (``no_backward`` sets ``backward``; ``debug`` is the CLI's own). A command
+#: names those it takes with ``capture_options``; the ones it does not take keep these defaults in its Request.
+CAPTURE_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "model_name": (ModelOpt, None), "script": (ScriptOpt, False), "inputs_name": (InputsOpt, "example_inputs"),
+    "device": (DeviceOpt, ""), "backend": (BackendOpt, "inductor"), "passes": (PassOpt, None),
+    "mode": (ModeOpt, ""), "fullgraph": (FullgraphOpt, False), "dynamic": (DynamicOpt, ""),
+    "no_backward": (NoBackwardOpt, False), "fresh": (FreshOpt, False), "timeout": (TimeoutOpt, None),
+    "nproc": (NprocOpt, None), "launcher_args": (TorchrunArgOpt, None), "rank": (RankOpt, None),
+    "strict": (StrictOpt, False), "jobs": (JobsOpt, None), "debug": (DebugOpt, False),
+}
+
+#: Another backend's help for the commands that need only Dynamo (breaks, guards, shapes).
+DynamoBackendOpt = Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")]
+#: ``--dynamic``'s shorter help (guards, shapes).
+ShortDynamicOpt = Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).",
+                                              callback=dynamic_choice)]
 
 
-def check_format(fmt: str, allowed: tuple[str, ...] = ("table", "yaml", "json")) -> str:
-    fmt = fmt.lower()
-    if fmt not in allowed:
-        raise UsageError(f"--format {fmt!r} is not one of {', '.join(allowed)}", f"pass --format {_nearest(fmt, allowed)}")
-    return fmt
+_REQUEST_FIELDS = frozenset(f.name for f in fields(Request)) - {"file", "script_args", "compile"}
+_TUPLE_FIELDS = frozenset(f.name for f in fields(Request) if f.default == ())
+_COMPILE_FIELDS = frozenset(f.name for f in fields(CompileOptions)) - {"backward"}
+
+
+@dataclass(frozen=True)
+class Capture:
+    """The shared capture options a command was given (``capture_options``), turned into one Request."""
+
+    values: Mapping[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def compile(self, **changes: Any) -> CompileOptions:
+        """The compile options, each under its CompileOptions field's name (``no_backward`` sets ``backward``);
+        CompileOptions checks them."""
+        v = {**self.values, **changes}
+        given: dict[str, Any] = {k: tuple(v[k] or ()) if k == "passes" else v[k] for k in _COMPILE_FIELDS}
+        return CompileOptions(**given, backward=not v["no_backward"])
+
+    def request(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Request:
+        """The command's Request: the file, these options (each under its field's own name), and the command's own
+        ``fields`` (verify, per_call, ...)."""
+        # a repeatable option not given is None, its field the empty tuple
+        given = {k: tuple(v or ()) if k in _TUPLE_FIELDS else v for k, v in self.values.items() if k in _REQUEST_FIELDS}
+        return Request(file=file, script_args=tuple(script_args or ()), **{"compile": self.compile(), **given, **fields})
+
+    def obtain(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Report:
+        return obtain(self.request(file, script_args, **fields), self.values["debug"])
+
+
+def capture_options(names: str, **options: tuple[Any, Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add the shared capture options ``names`` (space-separated, in their --help order) to a command, where
+    its ``capture: Capture`` parameter stands; the command receives them as one ``Capture``.
+
+    A name that is one of the command's own parameters moves that parameter to its place in the order;
+    ``options`` gives a command its own (option, default) for a shared name (e.g. another --backend default).
+    """
+    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+        own = inspect.signature(func, eval_str=True).parameters
+        order = names.split()
+        shared = [n for n in order if n not in own]
+        unknown = [n for n in shared if n not in CAPTURE_OPTIONS]
+        assert not unknown, f"{func.__name__}: no capture option {unknown}"
+        table = {**CAPTURE_OPTIONS, **options}
+        block = [own[n] if n in own else inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=table[n][1],
+                                                             annotation=table[n][0]) for n in order]
+        listed = list(own)
+        at = listed.index("capture")
+        before = [own[n] for n in listed[:at] if n not in order]
+        after = [own[n] for n in listed[at + 1:] if n not in order]
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*before, *block, *after)]
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> None:
+            values = {n: d for n, (_, d) in table.items()}
+            values.update({n: kwargs.pop(n) for n in shared})
+            func(capture=Capture(values), **kwargs)
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return decorate
+
+
+def deprecated(command: str, old: str, new: str, given: bool) -> bool:
+    """``given``; when the old spelling of a renamed option was used, one warning line on stderr says the new one.
+    The old spellings are hidden from --help and go in the next release (docs/index.md, "Renamed options")."""
+    if given:
+        note(f"warning: `{command} {old}` is deprecated and will be removed in the next release; use {new}")
+    return given
+
 
 
 def _nearest(word: str, allowed: Sequence[str]) -> str:
@@ -132,28 +244,19 @@ def note(text: str) -> None:
         sys.stderr.write(f"tcinspect: {text}\n")
 
 
-def obtain(file: Optional[str], compile: CompileOptions, *, model: Optional[str], inputs: str, fresh: bool,
-           script_args: Optional[Sequence[str]] = None, verify: Optional[VerifyRequest] = None,
-           export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None,
-           also_accept: Sequence[Options] = (), debug: bool = False, timeout: Optional[float] = None,
-           nproc: Optional[int] = None, launcher_args: Optional[Sequence[str]] = None, script: bool = False,
-           rank: Optional[int] = None, strict: bool = False, per_call: int = 0, jobs: Optional[int] = None,
-           measure_memory: bool = False) -> Report:
+def obtain(request: Request, debug: bool = False) -> Report:
     """The command's report (tcinspect.request.obtain), with a spinner while it compiles and a note of where
     it came from. A failed run is a report too: show it, then ``exit_for`` it.
 
     A model file compiles in a child process (a native crash is then a report, exit 4) unless --debug
-    or $TCINSPECT_IN_PROCESS asks for tcinspect's own process.
+    or $TCINSPECT_IN_PROCESS asks for tcinspect's own process; --debug also shows torch's own log output.
     """
     from tcinspect import interrupts
-    from tcinspect.request import Request, is_report_path, is_torch_trace, obtained
+    from tcinspect.request import is_report_path, is_torch_trace, obtained
 
-    request = Request(file=file, compile=compile, verify=verify, export=export, bench=bench, model_name=model,
-                      inputs_name=inputs, script=script, script_args=tuple(script_args or ()), fresh=fresh,
-                      timeout=timeout, nproc=nproc, launcher_args=tuple(launcher_args or ()), rank=rank,
-                      strict=strict, quiet=not debug, also_accept=tuple(also_accept),
-                      isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"), per_call=per_call,
-                      jobs=jobs, measure_memory=measure_memory)
+    request = replace(request, quiet=not debug,
+                      isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
+    file, nproc = request.file, request.nproc
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if file and not is_report_path(file) and is_torch_trace(file):
         label = f"reading TORCH_TRACE {file} …"
@@ -212,10 +315,7 @@ def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: C
         file_fmt = fmt if fmt in serialize.FORMATS or fmt in pages else \
             suffix if suffix in pages else serialize.format_for_path(output)
         content = pages[file_fmt]() if file_fmt in pages else text(file_fmt)
-        try:
-            how = outfile.write(output, content)
-        except OSError as exc:
-            raise UsageError(f"cannot write {output}: {exc.strerror or exc}", "choose a writable path for -o") from None
+        how = outfile.write(output, content)
         if how == "stdout":
             return
         note(f"wrote {output} ({file_fmt})")

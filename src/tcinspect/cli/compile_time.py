@@ -9,11 +9,11 @@ import typer
 
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
-from tcinspect.errors import UsageError
 from tcinspect.report import Report
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml, json or html (the whole report's page, "
-                                                               "with the compile timeline).")]
+                                                               "with the compile timeline).",
+                                        callback=c.choice("--format", ("table", "yaml", "json", "html")))]
 PerfettoOpt = Annotated[Optional[Path], typer.Option(
     "--perfetto", help="Also write the compile's phases as Chrome trace-event JSON (open it in ui.perfetto.dev or "
                        "chrome://tracing); one process per rank.", show_default=False, metavar="FILE")]
@@ -21,6 +21,8 @@ PerfettoOpt = Annotated[Optional[Path], typer.Option(
 
 @app.command("compile-time", epilog="Example: tcinspect compile-time sample_models/tiny.py --fresh --perfetto "
                                     "compile.json")
+@c.capture_options("model_name script inputs_name device backend mode dynamic no_backward fresh timeout nproc launcher_args rank "
+                   "strict jobs debug")
 def compile_time(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -29,28 +31,11 @@ def compile_time(
                                                       "more).")] = False,
     fmt: FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: c.BackendOpt = "inductor",
-    mode: c.ModeOpt = "",
-    dynamic: c.DynamicOpt = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    nproc: c.NprocOpt = None,
-    torchrun_arg: c.TorchrunArgOpt = None,
-    rank: c.RankOpt = None,
-    strict: c.StrictOpt = False,
-    jobs: c.JobsOpt = None,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
 ) -> None:
     """The slowest compiles and phases (Dynamo, AOTAutograd, Inductor, kernel compile, autotuning, caches), forward and backward, the FX graph and AOTAutograd cache states, and what to do."""
-    fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
-    opts = c.options(backend, mode, False, dynamic, no_backward, device)
-    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, jobs=jobs, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+    rep = capture.obtain(file, script_args)
     _show(rep, fmt, output, perfetto, tree)
     c.exit_for(rep)
 
@@ -67,10 +52,7 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
         from tcinspect import interrupts, outfile
 
         interrupts.check()
-        try:
-            outfile.write(perfetto, render.chrome_trace(rep), option="--perfetto")
-        except OSError as exc:
-            raise UsageError(f"cannot write {perfetto}: {exc.strerror or exc}", "choose a writable path for --perfetto") from None
+        outfile.write(perfetto, render.chrome_trace(rep), option="--perfetto")
         c.note(f"wrote {perfetto} (Chrome trace events: ui.perfetto.dev or chrome://tracing)")
     if fmt == "html" or (output is not None and output.suffix.lower() == ".html" and fmt == "table"):
         from tcinspect.render import html

@@ -11,11 +11,16 @@ from tcinspect.cli._app import app
 from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import ExportRequest, Report
 
+#: the spelling before --strict-export (--strict means "exit 2 on what the parser did not understand" elsewhere)
+OldStrictOpt = Annotated[bool, typer.Option("--strict", hidden=True)]
+
 
 @app.command("export", epilog="Example: tcinspect export sample_models/silu_export_matrix.py --dynamic-dim 0")
+@c.capture_options("model_name inputs_name device fresh timeout debug")
 def export_(
     file: c.FileArg = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Run strict (TorchDynamo) export.")] = False,
+    strict_export: Annotated[bool, typer.Option("--strict-export", help="Run strict (TorchDynamo) export.")] = False,
+    old_strict: OldStrictOpt = False,
     non_strict: Annotated[bool, typer.Option("--non-strict", help="Run non-strict (Python tracing) export.")] = False,
     dynamic_dim: Annotated[Optional[list[int]], typer.Option(
         "--dynamic-dim", help="Mark this dimension of every tensor input dynamic (Dim); repeatable. 0: batch.",
@@ -25,21 +30,16 @@ def export_(
     graphs: Annotated[bool, typer.Option("--graphs/--no-graphs", help="Show each exported graph and signature.")] = True,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
 ) -> None:
     """Export the model with torch.export (strict and non-strict by default): per mode the graph, signature or failure (exit 1 if one failed)."""
     from tcinspect.render import extensions as render
 
-    fmt = c.check_format(fmt)
+    strict = strict_export or c.deprecated("export", "--strict", "--strict-export", old_strict)
     modes = tuple(m for m, on in (("strict", strict), ("non-strict", non_strict)) if on) or ("strict", "non-strict")
-    opts = c.options("inductor", "", False, "", True, device)
     request = ExportRequest(modes, tuple(sorted(set(dynamic_dim or ()))), aoti)
-    rep = c.obtain(file, opts, export=request, model=model, inputs=inputs, fresh=fresh, debug=debug, timeout=timeout)
+    rep = capture.obtain(file, compile=capture.compile(no_backward=True), export=request)
     c.emit(_checked(rep), fmt, output, lambda: render.exports(rep, graphs))
     c.exit_for(rep)
     if any(not e.ok or (e.aoti is not None and not e.aoti.ok) for e in rep.exports):

@@ -12,27 +12,16 @@ from tcinspect.report import Options
 
 
 @app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true --per-call 5")
+@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout nproc launcher_args rank "
+                   "strict jobs debug", backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
 def guards(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
     all_kinds: Annotated[bool, typer.Option("--all", help="Also list type, identity and bookkeeping guards, and every row of long tables.")] = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
-    dynamic: Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).")] = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    nproc: c.NprocOpt = None,
-    torchrun_arg: c.TorchrunArgOpt = None,
-    rank: c.RankOpt = None,
-    strict: c.StrictOpt = False,
-    jobs: c.JobsOpt = None,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
     per_call: Annotated[int, typer.Option(
         "--per-call", help="After compiling, time N calls per input set under torch.profiler: Dynamo's cache "
                            "lookup per call and the share of the call before its first op (0: none).",
@@ -46,11 +35,9 @@ def guards(
     from tcinspect.render import guards as render
     from tcinspect.render import ranks
 
-    fmt = c.check_format(fmt)
-    opts = c.options(backend, "", False, dynamic, no_backward, device)
-    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   also_accept=[replace(Options.of(replace(opts, backend="inductor")), per_call=per_call)], rank=rank, strict=strict,
-                   timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script, per_call=per_call, jobs=jobs)
+    opts = capture.compile()
+    rep = capture.obtain(file, script_args, compile=opts, per_call=per_call,
+                         also_accept=(replace(Options.of(replace(opts, backend="inductor")), per_call=per_call),))
     c.emit_document(divergence.document(rep, guards_document), fmt, output,
                     lambda: ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key))
     c.exit_for(rep)

@@ -10,10 +10,12 @@ from tcinspect.cli import common as c
 from tcinspect.cli._app import app
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml, json or html (the whole report's page, "
-                                                               "with a bar per module).")]
+                                                               "with a bar per module).",
+                                        callback=c.choice("--format", ("table", "yaml", "json", "html")))]
 
 
 @app.command("memory", epilog="Example: tcinspect memory sample_models/transformer_block.py --backend aot_eager")
+@c.capture_options("model_name script inputs_name device backend mode dynamic fresh timeout rank strict debug")
 def memory(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -21,29 +23,15 @@ def memory(
                                                          "each graph).")] = False,
     fmt: FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: c.BackendOpt = "inductor",
-    mode: c.ModeOpt = "",
-    dynamic: c.DynamicOpt = "",
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    rank: c.RankOpt = None,
-    strict: c.StrictOpt = False,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
 ) -> None:
     """Bytes each forward graph saves for backward (parameters, inputs, activations), per tensor, module and line; Inductor's peak estimates; on a CUDA device, one training step's peak compiled vs eager."""
-    fmt = c.check_format(fmt, ("table", "yaml", "json", "html"))
-    opts = c.options(backend, mode, False, dynamic, False, device)
     from tcinspect.report import Options
 
     # the step peaks are measured (more training steps, on a CUDA device) only when this view asks; a report
     # captured without them answers where they could not have been measured (a CPU run: request._unmeasured)
-    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, timeout=timeout, script=script, also_accept=[Options.of(opts)],
-                   measure_memory=True)
+    rep = capture.obtain(file, script_args, also_accept=(Options.of(capture.compile()),), measure_memory=True)
     from tcinspect.analysis import memory as views
     from tcinspect.render import memory as render
 

@@ -16,39 +16,30 @@ if TYPE_CHECKING:
 
 
 @app.command(epilog="Example: tcinspect shapes sample_models/shapes_loop.py --verify-spec")
+@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout strict debug",
+                   backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
 def shapes(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
     verify_spec: Annotated[bool, typer.Option("--verify-spec", help="Compile the model file's calls again with the suggested spec (a counting backend) and show how many compiles it takes.")] = False,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: Annotated[str, typer.Option("--backend", help="Backend for a new capture (Dynamo only by default).")] = "eager",
-    dynamic: Annotated[str, typer.Option("--dynamic", help="true, false or auto (torch's default).")] = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    strict: c.StrictOpt = False,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
 ) -> None:
     """Dynamic shapes: symbols torch made (source, hint, range), which became constants (value, torch's reason, your line), shape guards with their lines, unbacked symbols, data-dependent errors, and a suggested mark_dynamic spec."""
     from dataclasses import replace
 
     from tcinspect.render import shapes as render
 
-    fmt = c.check_format(fmt)
     if verify_spec and (not file or not file.endswith(".py")):
         from tcinspect.errors import UsageError
 
         raise UsageError("--verify-spec needs a model file (it compiles the file's calls again)",
                          "give the model file, not a saved report or a log")
-    opts = c.options(backend, "", False, dynamic, no_backward, device)
-    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   also_accept=[Options.of(replace(opts, backend="inductor"))], strict=strict, timeout=timeout,
-                   script=script)
+    opts = capture.compile()
+    rep = capture.obtain(file, script_args, compile=opts, also_accept=(Options.of(replace(opts, backend="inductor")),))
+    backend, model, inputs = capture.backend, capture.model_name, capture.inputs_name
     doc = render.document(rep)
     check: Optional[SpecCheck] = None
     if verify_spec:

@@ -19,7 +19,8 @@ StageOpt = Annotated[Optional[list[str]], typer.Option(
     "--stage", "-s", help=f"Show only these stages ({', '.join(render.STAGES)}); repeat or comma-separate.",
     show_default=False)]
 FormatOpt = Annotated[str, typer.Option(
-    "--format", "-f", help="table, yaml, json, html (one self-contained page, graphs drawn) or svg (the graphs).")]
+    "--format", "-f", help="table, yaml, json, html (one self-contained page, graphs drawn) or svg (the graphs).",
+    callback=c.choice("--format", ("table", "yaml", "json", "html", "svg")))]
 OutputOpt = Annotated[Optional[Path], typer.Option(
     "--output", "-o", help="Write the report to this file: .yaml, .json, .html or .svg (the format follows the "
                            "name unless --format is given).", show_default=False)]
@@ -30,6 +31,8 @@ GraphOpt = Annotated[Optional[list[str]], typer.Option(
 
 @app.command(epilog="Example: tcinspect trace sample_models/tiny.py --stage summary,inductor  ·  "
                     "tcinspect trace sample_models/tiny.py -o report.html")
+@c.capture_options("model_name script inputs_name device backend passes mode fullgraph dynamic no_backward fresh "
+                   "no_timings timeout nproc launcher_args rank strict jobs debug")
 def trace(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -40,37 +43,19 @@ def trace(
     fmt: FormatOpt = "table",
     output: OutputOpt = None,
     graph: GraphOpt = None,
-    model: c.ModelOpt = None,
-    script: c.ScriptOpt = False,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    backend: c.BackendOpt = "inductor",
-    passes: c.PassOpt = None,
-    mode: c.ModeOpt = "",
-    fullgraph: c.FullgraphOpt = False,
-    dynamic: c.DynamicOpt = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
+    *,
+    capture: c.Capture,
     no_timings: Annotated[bool, typer.Option("--no-timings", help="Leave timings out of YAML/JSON.")] = False,
-    timeout: c.TimeoutOpt = None,
-    nproc: c.NprocOpt = None,
-    torchrun_arg: c.TorchrunArgOpt = None,
-    rank: c.RankOpt = None,
-    strict: c.StrictOpt = False,
-    jobs: c.JobsOpt = None,
-    debug: c.DebugOpt = False,
 ) -> None:
     """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
     stages = _stages(stage)
     limit = None if all_rows else render.ROW_LIMIT
-    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
-    fmt = c.check_format(fmt, ("table", "yaml", "json", "html", "svg"))
+    opts = capture.compile()
     if graph and fmt != "svg" and not (output and output.suffix.lower() == ".svg"):
         raise UsageError("--graph picks graphs to draw, so it needs --format svg", "add --format svg or -o graph.svg")
     from tcinspect.render import ranks
 
-    rep = c.obtain(file, opts, model=model, inputs=inputs, fresh=fresh, script_args=script_args, debug=debug,
-                   rank=rank, strict=strict, jobs=jobs, timeout=timeout, nproc=nproc, launcher_args=torchrun_arg, script=script)
+    rep = capture.obtain(file, script_args, compile=opts)
     # with -o FILE the terminal gets the summary and where the file went (every stage is in the file), unless
     # --stage asks for more
     shown = ["summary"] if output is not None and stages is None else stages

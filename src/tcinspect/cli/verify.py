@@ -16,34 +16,23 @@ TolOpt = Optional[float]
 
 @app.command(epilog="Example: tcinspect verify sample_models/silu_pass.py --backend aot_eager "
                     "--pass sample_models/silu_pass.py:rewrite_silu")
+@c.capture_options("backend passes rtol atol fmt output model_name inputs_name device mode fullgraph dynamic no_backward fresh "
+                   "timeout debug")
 def verify(
     file: c.FileArg = None,
-    backend: c.BackendOpt = "inductor",
-    passes: c.PassOpt = None,
     rtol: Annotated[TolOpt, typer.Option("--rtol", help="Relative tolerance for every tensor (default: by dtype).",
                                          show_default=False, min=0)] = None,
     atol: Annotated[TolOpt, typer.Option("--atol", help="Absolute tolerance for every tensor (default: by dtype).",
                                          show_default=False, min=0)] = None,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
-    model: c.ModelOpt = None,
-    inputs: c.InputsOpt = "example_inputs",
-    device: c.DeviceOpt = "",
-    mode: c.ModeOpt = "",
-    fullgraph: c.FullgraphOpt = False,
-    dynamic: c.DynamicOpt = "",
-    no_backward: c.NoBackwardOpt = False,
-    fresh: c.FreshOpt = False,
-    timeout: c.TimeoutOpt = None,
-    debug: c.DebugOpt = False,
+    *,
+    capture: c.Capture,
 ) -> None:
     """Run the model eagerly and compiled on the same inputs; compare every output and gradient (exit 1 on a mismatch)."""
     from tcinspect.render import extensions as render
 
-    fmt = c.check_format(fmt)
-    opts = c.options(backend, mode, fullgraph, dynamic, no_backward, device, passes)
-    rep = c.obtain(file, opts, verify=VerifyRequest(rtol, atol), model=model, inputs=inputs, fresh=fresh, debug=debug,
-                   timeout=timeout)
+    rep = capture.obtain(file, verify=VerifyRequest(rtol, atol))
     c.emit(_checked(rep), fmt, output, lambda: render.verification(rep))
     c.exit_for(rep)
     if rep.verification is not None and not rep.verification.ok:
