@@ -123,7 +123,7 @@ FOUNDATION = ("tcinspect._version", "tcinspect.errors")
 LAYERS: dict[str, tuple[str, ...]] = {
     "tcinspect._version": (),
     "tcinspect.errors": (),
-    "tcinspect.report": (),
+    "tcinspect.report": ("tcinspect.errors",),  # a Request checks itself when built (UsageError)
     "tcinspect.interrupts": FOUNDATION,
     "tcinspect.vocabulary": ("tcinspect.report",),
     # what follows from recorded data alone (collectives per graph, divergences between ranks): both sides use it
