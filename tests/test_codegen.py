@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from conftest import DATA, SAMPLES, cli
+from helpers import DATA, SAMPLES, cli, make_report
 from tcinspect import serialize
 from tcinspect.analysis.views import codegen_document, find_kernels, fusion_summary
 from tcinspect.parse import assemble, events
-from tcinspect.report import Report, Target
+from tcinspect.report import Target
 
 
 @pytest.fixture()
@@ -26,8 +26,8 @@ def tiny_json(tiny_report, tmp_path):
 def gpu_json(tmp_path):
     """A report built from the structured trace recorded on an H200 (Triton kernels)."""
     stages, compiles = assemble.build(events.read_jsonl(DATA / "gpu-trace-torch2.11-h200.jsonl.gz"))
-    rep = Report(torch_version="2.11.0+cu130", device="cuda", target=Target(kind="model", path="gpu_probe.py"),
-                 stages=stages, compiles=compiles)
+    rep = make_report(torch_version="2.11.0+cu130", device="cuda", target=Target(kind="model", path="gpu_probe.py"),
+                      stages=stages, compiles=compiles)
     p = tmp_path / "gpu.yaml"
     p.write_text(serialize.dumps(rep, "yaml"))
     return p
@@ -95,6 +95,7 @@ def test_fusion_summary_counts(tiny_report):
         assert f.post_grad_ops >= f.kernels
 
 
+@pytest.mark.torch
 def test_report_without_inductor_is_one_line(capsys, tmp_path):
     p = tmp_path / "r.json"
     code, _, _ = cli(capsys, "trace", str(SAMPLES / "tiny.py"), "--backend", "eager", "-o", str(p), "-f", "json")

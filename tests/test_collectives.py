@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from tcinspect.analysis import checks, collectives, divergence
 from tcinspect.parse import torchtrace
 from tcinspect.report import Graph, Node

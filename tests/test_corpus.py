@@ -22,7 +22,7 @@ from typing import Optional
 import pytest
 import yaml
 
-from conftest import MODELS, SAMPLES, cli
+from helpers import MODELS, SAMPLES, cli
 
 
 @dataclass

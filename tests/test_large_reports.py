@@ -9,20 +9,17 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from builders import llm_report, synthetic
+from helpers import make_report
 from tcinspect import cache, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.render import html, svg
 from tcinspect.report import Report
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import llm_report
-import synthetic
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -35,11 +32,10 @@ def llm() -> Report:
 def _recorded(name: str) -> Report:
     from tcinspect.parse import assemble
     from tcinspect.parse.events import read_jsonl
-    from tcinspect.report import Target
 
     stages, _ = assemble.build(read_jsonl(DATA / name))
-    return Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py"), stages=stages,
-                  calls=1)
+    return make_report(torch_version="2.13.0+cpu", stages=stages,
+                       calls=1)
 
 
 def _slow(data: dict) -> Report:

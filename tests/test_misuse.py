@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODELS, ROOT, cli
+from helpers import MODELS, ROOT, cli
 from tcinspect import cache, interrupts, serialize
 from tcinspect.analysis.checks import Finding, Outcome
 from tcinspect.errors import ExitCode

@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from conftest import DATA, cli, launched
+from helpers import DATA, cli, launched, make_report
 from tcinspect import serialize
 from tcinspect.parse import assemble, events
 from tcinspect.report import EventCount, ParseHealth, Report, Target
@@ -25,8 +25,8 @@ MODELS = sorted({m for _, m in CASES})
 def report_of(version: str, model: str) -> Report:
     evs, bad = events.read_trace(TRACES / version / f"{model}.jsonl.gz")
     stages, metrics = assemble.build(evs)
-    return Report(torch_version=EXPECTED[version]["torch"], device="cpu", target=Target(kind="trace", model_name=model),
-                  stages=stages, compiles=metrics, parse=events.parse_health(evs, bad))
+    return make_report(torch_version=EXPECTED[version]["torch"], target=Target(kind="trace", model_name=model),
+                       stages=stages, compiles=metrics, parse=events.parse_health(evs, bad))
 
 
 def test_every_supported_cpu_version_is_recorded():
@@ -146,6 +146,7 @@ def test_the_summary_warns_in_one_line(tmp_path):
                      "file were not a record"]
 
 
+@pytest.mark.torch
 def test_a_live_capture_keeps_and_counts_an_event_it_does_not_know(capsys):
     backend = f"{DATA.parent / 'models' / 'backends.py'}:logs_an_unknown_event"
     code, out, err = cli(capsys, "trace", str(DATA.parent.parent / "sample_models" / "tiny.py"), "--backend", backend,
