@@ -144,10 +144,19 @@ def pytest_configure(config):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(child), os.environ.get("PYTHONPATH")]))
 
 
-def pytest_ignore_collect(collection_path, config):
-    """The torch-free layer does not import the modules that need torch at their top level."""
-    if _no_torch is not None and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
-        return "torch" in _module_marks(collection_path) or None
+class _NotCollected(pytest.Module):
+    """A test module the torch-free layer leaves unimported: it collects nothing."""
+
+    def collect(self):
+        return []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    """The torch-free layer does not import the test modules that need torch at their top level (named on the
+    command line or found in a directory)."""
+    if _no_torch is not None and "torch" in _module_marks(module_path):
+        return _NotCollected.from_parent(parent, path=module_path)
     return None
 
 
