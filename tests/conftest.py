@@ -207,11 +207,38 @@ def pytest_runtest_makereport(item, call):
     """In the torch-free layer, a test whose setup, call or teardown tried to import torch, in this process or
     in a child, fails, naming the marker it lacks."""
     outcome = yield
+    if call.when == "teardown":
+        _check_slow(item, outcome.get_result())
     if _no_torch is not None and (tried := _tried_torch()):
         report = outcome.get_result()
         report.outcome = "failed"
         report.longrepr = (f"{item.nodeid} imported {', '.join(tried)} in the "
                            "torch-free layer: mark it `torch` (pytestmark in its module, or a torch fixture)")
+
+
+def _inductor_compiles():
+    """The record torch keeps of Inductor's compiles in this process (``dynamo_timed("compile_fx_inner")``, torch
+    2.11-2.15): a new list, or a longer one, means Inductor compiled (a cache hit included)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    runs = getattr(utils, "compilation_time_metrics", {}).get("compile_fx_inner") if utils else None
+    return (id(runs), len(runs)) if runs is not None else None
+
+
+_INDUCTOR_BEFORE = pytest.StashKey[object]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test that compiles with Inductor in this process (its setup included) must be marked ``slow``."""
+    item.stash[_INDUCTOR_BEFORE] = _inductor_compiles()
+    yield
+
+
+def _check_slow(item, report) -> None:
+    before, now = item.stash.get(_INDUCTOR_BEFORE, None), _inductor_compiles()
+    if now is not None and now != before and item.get_closest_marker("slow") is None and report.passed:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid} compiled with Inductor: mark it `slow` (docs/testing.md)"
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -89,6 +89,7 @@ def test_recorded_gpu_report_shows_triton_and_user_kernels(capsys, gpu_json):
 
 
 def test_fusion_summary_counts(tiny_report):
+    assert {o.part for o in tiny_report.stages.inductor.outputs} == {"forward", "backward"}
     for o in tiny_report.stages.inductor.outputs:
         f = fusion_summary(o)
         assert f.kernels == len(o.kernels) == f.generated_kernels + f.extern_kernels

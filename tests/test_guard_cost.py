@@ -75,6 +75,7 @@ def gpt2_runs(tmp_path_factory):
 
 
 def test_guard_latency_is_torchs_own(gpt2_runs):
+    assert len(gpt2_runs) == 2  # 2 and 8 layers
     for rep, metrics, _ in gpt2_runs.values():
         ours = {c.compile_id: c for c in rep.guard_cost.compiles}
         theirs = {str(m.compile_id): m.guard_latency_us for m in metrics}
