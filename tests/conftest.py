@@ -142,6 +142,24 @@ def pytest_configure(config):
         (child / "sitecustomize.py").write_text(_CHILD_FINDER)
         os.environ["TCINSPECT_TEST_TORCH_TRIED"] = str(child / "tried.txt")
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(child), os.environ.get("PYTHONPATH")]))
+        _children_refuse_torch(str(child))
+
+
+def _children_refuse_torch(child: str) -> None:
+    """Every child process gets the finder, also one started with an environment of its own."""
+    import subprocess
+
+    original = subprocess.Popen.__init__
+
+    def init(self, *args, **kwargs):
+        env = kwargs.get("env")
+        if env is not None:
+            env = dict(env, TCINSPECT_TEST_TORCH_TRIED=os.environ["TCINSPECT_TEST_TORCH_TRIED"])
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [child, env.get("PYTHONPATH")]))
+            kwargs["env"] = env
+        original(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
 
 
 class _NotCollected(pytest.Module):

@@ -46,10 +46,10 @@ def _slow(data: dict) -> Report:
     return dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in (data.get("timings") or {}).items()))
 
 
-@pytest.mark.parametrize("make", [lambda: llm_report.build(4), lambda: synthetic.build(2000),
+@pytest.mark.parametrize("make", [lambda: llm_report.build(1), lambda: synthetic.build(500),
                                   lambda: _recorded("provenance-gpt2-torch2.13.0-cpu.jsonl.gz"),
                                   lambda: _recorded("provenance-llama-torch2.11.0-cuda.jsonl.gz")],
-                         ids=["llm-4-layers", "synthetic-2000", "recorded-gpt2", "recorded-llama"])
+                         ids=["llm-1-layer", "synthetic-500", "recorded-gpt2", "recorded-llama"])
 def test_fast_build_equals_the_slow_build(make):
     rep = make()
     for fmt in ("yaml", "json"):
@@ -251,8 +251,8 @@ def test_guards_and_codegen_tables_show_50_rows_unless_all(tmp_path):
 
     from tcinspect.cli import app
 
-    saved = tmp_path / "llm16.json"
-    serialize.write_atomic(saved, serialize.dumps(llm_report.build(16), "json"))
+    saved = tmp_path / "llm8.json"  # 8 layers: hundreds of guards and kernels, many times the 50 rows shown
+    serialize.write_atomic(saved, serialize.dumps(llm_report.build(8), "json"))
     runner = CliRunner()
     for cmd in ("guards", "codegen"):
         short = runner.invoke(app, [cmd, str(saved)], env={"COLUMNS": "200"})
