@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import module_table
 from helpers import ROOT
 
@@ -89,3 +91,30 @@ def test_the_module_table_in_docs_testing_is_true():
     rows = module_table.table().splitlines()[2:]
     assert len(rows) == len(module_table.source_modules())
     assert any("`test_report_io`" in r for r in rows if r.startswith("| `serialize`"))
+
+
+@pytest.mark.torch
+def test_a_test_that_compiles_with_inductor_without_the_slow_marker_fails(tmp_path):
+    # torch's own record of Inductor's compiles grows as a compile (or a cache hit) would make it grow
+    (tmp_path / "test_inductor.py").write_text(textwrap.dedent('''
+        import pytest
+
+        def _compiled_with_inductor():
+            from torch._dynamo import utils
+            utils.compilation_time_metrics.setdefault("compile_fx_inner", []).append(0.1)
+
+        def test_unmarked():
+            _compiled_with_inductor()
+
+        @pytest.mark.slow
+        def test_marked():
+            _compiled_with_inductor()
+
+        def test_no_compile():
+            import torch  # noqa: F401
+    '''))
+    out = _pytest(tmp_path, "-rE", "test_inductor.py")
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "3 passed, 1 error" in text, text
+    assert "test_inductor.py::test_unmarked compiled with Inductor: mark it `slow`" in text
