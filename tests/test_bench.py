@@ -361,6 +361,7 @@ def _mm_relu(x, w):
     return (x @ w).relu()
 
 
+@pytest.mark.slow  # torch.compile's default backend: Inductor
 def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(inductor_cache):
     """On a CPU, Inductor's wrapper calls extern_kernels.mm and a C++ kernel: the mm is handed over
     with its arguments, replays to the same result, and matches the report's kernel by wrapper text."""

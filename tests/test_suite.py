@@ -94,14 +94,19 @@ def test_the_module_table_in_docs_testing_is_true():
 
 
 @pytest.mark.torch
-def test_a_test_that_compiles_with_inductor_without_the_slow_marker_fails(tmp_path):
+def test_a_test_that_compiles_with_inductor_without_the_slow_marker_is_named(tmp_path):
     # torch's own record of Inductor's compiles grows as a compile (or a cache hit) would make it grow
     (tmp_path / "test_inductor.py").write_text(textwrap.dedent('''
         import pytest
+        import torch  # noqa: F401  (at the top, as in the suite's modules)
 
-        def _compiled_with_inductor():
+        def _compiled_with_inductor():  # what compile_fx_inner does, without compiling (and then a reset)
+            import torch._dynamo
             from torch._dynamo import utils
-            utils.compilation_time_metrics.setdefault("compile_fx_inner", []).append(0.1)
+
+            with utils.dynamo_timed("compile_fx_inner"):
+                pass
+            torch._dynamo.reset()
 
         def test_unmarked():
             _compiled_with_inductor()
@@ -111,10 +116,10 @@ def test_a_test_that_compiles_with_inductor_without_the_slow_marker_fails(tmp_pa
             _compiled_with_inductor()
 
         def test_no_compile():
-            import torch  # noqa: F401
+            assert torch.ones(1)
     '''))
-    out = _pytest(tmp_path, "-rE", "test_inductor.py")
+    out = _pytest(tmp_path, "test_inductor.py")
     text = out.stdout + out.stderr
-    assert out.returncode == 1, text
-    assert "3 passed, 1 error" in text, text
+    assert out.returncode == 0 and "3 passed" in text, text
     assert "test_inductor.py::test_unmarked compiled with Inductor: mark it `slow`" in text
+    assert "test_marked compiled" not in text and "test_no_compile compiled" not in text
