@@ -134,7 +134,7 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
         if backend == "inductor":
             from torch._inductor.utils import run_and_get_code
 
-            from conftest import launched
+            from helpers import launched
 
             _, code = run_and_get_code(run_all)
             kernels = [name for c in code for name in launched(c)]

@@ -1,17 +1,288 @@
-"""Shared fixtures: compiled captures are session-scoped (Inductor on 2 CPU cores is slow)."""
+"""Shared fixtures (compiled captures are session-scoped: Inductor on 2 CPU cores is slow) and the hooks that
+keep the markers true: ``torch`` on every test that needs torch, and a run that deselects them (``pytest -m
+"not torch"``) never imports torch (see docs/testing.md)."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.abc
+import inspect
+import itertools
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_models"
-DATA = Path(__file__).resolve().parent / "data"
-MODELS = Path(__file__).resolve().parent / "models"
+from helpers import MODELS, SAMPLES
+
+#: The session fixtures that run torch: a test using any of them (directly or through another fixture) is
+#: marked ``torch``; those that compile with Inductor mark it ``slow`` as well.
+TORCH_FIXTURES = {"inductor_cache", "tiny_report", "breaks_report", "conformance", "bert_kwargs_report"}
+INDUCTOR_FIXTURES = {"tiny_report"}
+#: Markers that mean torch is needed: a test with any of them is marked ``torch`` too.
+IMPLY_TORCH = {"slow", "gpu", "distributed", "conformance"}
+
+
+def _module_marks(path: Path) -> set[str]:
+    """The marker names of a test module's ``pytestmark``, read without importing it, plus ``torch`` where the
+    module imports torch at its top level."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    marks: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            marks |= {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)
+                      and isinstance(n.value, ast.Attribute) and n.value.attr == "mark"}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(m.split(".")[0] == "torch" for m in modules):
+                marks.add("torch")
+    if marks & IMPLY_TORCH:
+        marks.add("torch")
+    return marks
+
+
+_RUNS_TORCH = {"capture", "capture_file", "assert_compiles", "load_callable"}
+
+
+@functools.cache
+def _body_needs_torch(func) -> bool:
+    """Whether a test or fixture function imports torch (or tcinspect's capturing package) in its body, or calls
+    one of tcinspect's capture entry points."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(m.split(".")[0] == "torch" or m.startswith("tcinspect.capturing") for m in modules):
+                return True
+        elif isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            if name in _RUNS_TORCH:
+                return True
+    return False
+
+
+def _needs_torch(item) -> bool:
+    """A test needs torch where its own body or any fixture it uses (its whole closure) does."""
+    if _body_needs_torch(getattr(item, "function", None)):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        if name in TORCH_FIXTURES:
+            return True
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            if _body_needs_torch(fixturedef.func):
+                return True
+    return False
+
+
+def _deselects_torch(config) -> bool:
+    """Whether the ``-m`` expression leaves out every test marked ``torch``, whatever its other markers."""
+    expr = config.option.markexpr
+    if not expr:
+        return False
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expr)
+    names = sorted({line.split(":")[0].strip() for line in config.getini("markers")} - {"torch"})
+    for values in itertools.product((False, True), repeat=len(names)):
+        marks = dict(zip(names, values), torch=True)
+        if compiled.evaluate(lambda name, /, marks=marks, **kwargs: marks.get(name, False)):
+            return False
+    return True
+
+
+class _NoTorch(importlib.abc.MetaPathFinder):
+    """In the torch-free layer: any import of torch fails, and is remembered so that the test fails too (even
+    where the code under test catches the ImportError)."""
+
+    def __init__(self) -> None:
+        self.tried: list[str] = []
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "torch" or fullname.startswith("torch."):
+            self.tried.append(fullname)
+            raise ModuleNotFoundError(f"the torch-free layer imported {fullname}: mark the test `torch`")
+        return None
+
+
+_no_torch: _NoTorch | None = None
+
+#: Installed in the torch-free layer's child processes (a ``sitecustomize`` on their PYTHONPATH): the same
+#: finder, writing what it refused to the file the parent reads after each test.
+_CHILD_FINDER = """import importlib.abc, os, sys
+
+
+class _NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "torch" or fullname.startswith("torch."):
+            with open(os.environ["TCINSPECT_TEST_TORCH_TRIED"], "a") as f:
+                f.write(fullname + " (in a child process)\\n")
+            raise ModuleNotFoundError(f"the torch-free layer imported {fullname}: mark the test `torch`")
+        return None
+
+
+sys.meta_path.insert(0, _NoTorch())
+"""
+
+
+def pytest_configure(config):
+    global _no_torch
+    if _deselects_torch(config) and _no_torch is None:
+        _no_torch = _NoTorch()
+        sys.meta_path.insert(0, _no_torch)
+        import tempfile
+
+        child = Path(tempfile.mkdtemp(prefix="tcinspect-no-torch-"))
+        (child / "sitecustomize.py").write_text(_CHILD_FINDER)
+        os.environ["TCINSPECT_TEST_TORCH_TRIED"] = str(child / "tried.txt")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(child), os.environ.get("PYTHONPATH")]))
+        _children_refuse_torch(str(child))
+
+
+def _children_refuse_torch(child: str) -> None:
+    """Every child process gets the finder, also one started with an environment of its own."""
+    import subprocess
+
+    original = subprocess.Popen.__init__
+
+    def init(self, *args, **kwargs):
+        env = kwargs.get("env")
+        if env is not None:
+            env = dict(env, TCINSPECT_TEST_TORCH_TRIED=os.environ["TCINSPECT_TEST_TORCH_TRIED"])
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [child, env.get("PYTHONPATH")]))
+            kwargs["env"] = env
+        original(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+
+
+class _NotCollected(pytest.Module):
+    """A test module the torch-free layer leaves unimported: it collects nothing."""
+
+    def collect(self):
+        return []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    """The torch-free layer does not import the test modules that need torch at their top level (named on the
+    command line or found in a directory)."""
+    if _no_torch is not None and "torch" in _module_marks(module_path):
+        return _NotCollected.from_parent(parent, path=module_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Before ``-m`` selects: ``torch`` on every test that needs it (its module's marks, markers that imply
+    torch, its body or a fixture it uses importing torch or capturing), ``slow`` on those that use a fixture
+    compiled with Inductor."""
+    module_marks: dict[Path, set[str]] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        if path not in module_marks:
+            module_marks[path] = _module_marks(path) if path.suffix == ".py" else set()
+        names = {m.name for m in item.iter_markers()} | module_marks[path]
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & INDUCTOR_FIXTURES and "slow" not in names:
+            item.add_marker(pytest.mark.slow)
+            names.add("slow")
+        if "torch" not in names and (names & IMPLY_TORCH or _needs_torch(item)):
+            item.add_marker(pytest.mark.torch)
+
+
+def _tried_torch() -> list[str]:
+    """What the torch-free layer refused since the last call, in this process and in its children."""
+    assert _no_torch is not None
+    tried, _no_torch.tried = _no_torch.tried, []
+    in_children = Path(os.environ["TCINSPECT_TEST_TORCH_TRIED"])
+    if in_children.exists():
+        tried += in_children.read_text().split("\n")[:-1]
+        in_children.unlink()
+    return sorted(set(tried))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """In the torch-free layer, a module whose import tried to import torch (even where it caught the error)
+    is a collection error."""
+    outcome = yield
+    if _no_torch is not None and isinstance(collector, pytest.Module) and (tried := _tried_torch()):
+        report = outcome.get_result()
+        report.outcome = "failed"
+        report.longrepr = (f"{collector.nodeid} imported {', '.join(tried)} in the torch-free layer: give the "
+                           "module `pytestmark = pytest.mark.torch`")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In the torch-free layer, a test whose setup, call or teardown tried to import torch, in this process or
+    in a child, fails, naming the marker it lacks."""
+    outcome = yield
+    if call.when == "teardown":
+        _check_slow(item, outcome.get_result())
+    if _no_torch is not None and (tried := _tried_torch()):
+        report = outcome.get_result()
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} imported {', '.join(tried)} in the "
+                           "torch-free layer: mark it `torch` (pytestmark in its module, or a torch fixture)")
+
+
+_INDUCTOR_RUNS = [0]
+
+
+def _inductor_compiles():
+    """How many times Inductor compiled (a cache hit included) in this process, read from torch's own timing of
+    ``compile_fx_inner`` (``dynamo_utils.dynamo_timed("compile_fx_inner")``, torch 2.11-2.15): counted by a
+    wrapper around ``dynamo_timed`` (installed once torch is imported), and torch's ``compilation_time_metrics``
+    record (which ``torch._dynamo.reset()`` clears)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    if utils is None:
+        return None
+    timed = getattr(utils, "dynamo_timed", None)
+    if timed is not None and not getattr(timed, "_tcinspect_counts", False):
+        def counting(key, *args, **kwargs):
+            if key == "compile_fx_inner":
+                _INDUCTOR_RUNS[0] += 1
+            return timed(key, *args, **kwargs)
+
+        counting._tcinspect_counts = True  # type: ignore[attr-defined]
+        utils.dynamo_timed = counting
+    runs = getattr(utils, "compilation_time_metrics", {}).get("compile_fx_inner")
+    return _INDUCTOR_RUNS[0], (id(runs), len(runs)) if runs is not None else None
+
+
+_INDUCTOR_BEFORE = pytest.StashKey[object]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test that compiles with Inductor in this process (its setup included) must be marked ``slow``: the count
+    before it, for the check after its teardown."""
+    item.stash[_INDUCTOR_BEFORE] = _inductor_compiles()
+    yield
+
+
+def _check_slow(item, report) -> None:
+    """A warning (``PytestWarning``, in the summary) names a test that compiled with Inductor unmarked."""
+    before, now = item.stash.get(_INDUCTOR_BEFORE, None), _inductor_compiles()
+    grew = now is not None and (before is None or now[0] != before[0] or (now[1] is not None and now[1] != before[1]))
+    if grew and item.get_closest_marker("slow") is None:
+        item.warn(pytest.PytestWarning(f"{item.nodeid} compiled with Inductor: mark it `slow` (docs/testing.md)"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _no_torch is None:
+        return
+    if "torch" in sys.modules:  # the finder above makes this unreachable; it states what the layer promises
+        sys.stderr.write("\nthe torch-free layer imported torch\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)
@@ -66,41 +337,6 @@ def breaks_report(inductor_cache):
     from tcinspect.report import Options
 
     return capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="aot_eager"))
-
-
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: int = 600):
-    """Run the real CLI in a subprocess; returns CompletedProcess with text output."""
-    import subprocess
-
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tcinspect", *args], capture_output=True, text=True,
-                          env=full_env, cwd=cwd or ROOT, timeout=timeout)
-
-
-def launched(wrapper: str) -> list[str]:
-    """Oracle: the kernels an Inductor wrapper's call() launches, read with plain regexes."""
-    import re
-
-    from tcinspect.parse.inductor import _call_body
-
-    names = []
-    for line in _call_body(wrapper):
-        m = (re.match(r"\s*(\w+)\.run\(", line) or re.match(r"\s*(cpp_fused_\w+)\(", line)
-             or re.match(r"\s*(?:\w+ = )?extern_kernels\.(\w+)\(", line)
-             or re.match(r"\s*(?:[\w, ]+ = )?torch\.ops\.([\w.]+)\(", line)
-             or re.match(r"\s*(?:[\w, ]+ = )?(aten\.[\w.]+)\(", line))
-        if m:
-            names.append(m.group(1))
-    return names
-
-
-def cli(capsys, *args):
-    """Run the CLI in-process through its error boundary: (exit code, stdout, stderr)."""
-    from tcinspect.cli import main
-
-    code = main(list(args))
-    return (code, *capsys.readouterr())
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli, cuda_available, make_report  # noqa: F401  (cuda_available: named in a skipif)
 from tcinspect import cache, serialize
 from tcinspect.analysis.bench import bench_rows
 from tcinspect.capturing import datasheets, gpu_timing
@@ -167,8 +167,8 @@ def _report(bench: KernelBench | None = None) -> Report:
     bwd = OutputCode("0/0", "0_backward", "backward", "# AOT ID: ['0_backward']\nbackward wrapper\n",
                      (_kernel("triton_per_fused_sum_0", "triton_persistent_reduction"),))
     other = OutputCode("1/0", "1_forward", "forward", "# AOT ID: ['1_forward']\n", (_kernel("triton_poi_fused_0"),))
-    return Report(torch_version="2.11.0+cu130", device="cuda", target=Target(kind="model", path="m.py"),
-                  stages=Stages(inductor=InductorStage("ok", "", (fwd, bwd, other))), bench=bench)
+    return make_report(torch_version="2.11.0+cu130", device="cuda", target=Target(kind="model", path="m.py"),
+                       stages=Stages(inductor=InductorStage("ok", "", (fwd, bwd, other))), bench=bench)
 
 
 def _launch(name: str, wrapper: str, frame: int, kind: str = "triton", us: float = 10.0, args=()) -> Launch:
@@ -302,8 +302,10 @@ def test_bar_and_sizes():
     assert render.size(512) == "512 B" and render.size(16384) == "16.0 KiB" and render.size(256 << 20) == "256.0 MiB"
 
 
-needs_no_gpu = pytest.mark.skipif(
-    __import__("torch").cuda.is_available(), reason="checks the answer on a machine without a CUDA GPU")
+def needs_no_gpu(test):
+    """Runs where torch sees no CUDA GPU (asked only when the test runs, so the torch-free layer imports no torch)."""
+    skip = pytest.mark.skipif("cuda_available()", reason="checks the answer on a machine without a CUDA GPU")
+    return pytest.mark.torch(skip(test))
 
 
 @needs_no_gpu
@@ -360,6 +362,7 @@ def _mm_relu(x, w):
     return (x @ w).relu()
 
 
+@pytest.mark.slow  # torch.compile's default backend: Inductor
 def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(inductor_cache):
     """On a CPU, Inductor's wrapper calls extern_kernels.mm and a C++ kernel: the mm is handed over
     with its arguments, replays to the same result, and matches the report's kernel by wrapper text."""

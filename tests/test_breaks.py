@@ -9,7 +9,7 @@ import logging
 import pytest
 import torch
 
-from conftest import MODELS, SAMPLES, cli
+from helpers import MODELS, SAMPLES, cli
 from tcinspect.analysis.breaks import breaks_document, distinct_breaks
 from tcinspect.capturing.engine import capture_file
 from tcinspect.report import Options

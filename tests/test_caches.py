@@ -170,4 +170,5 @@ def test_warm_capture_reports_the_users_hits_with_exact_provenance(gpt2_cache_ru
     # the forward's kernels, loaded from the entry the user's untracked run saved, keep the provenance
     # tcinspect recorded when it saw them compiled (the backward's do not yet: see docs/compile-time.md)
     assert provenance_of(r["warm"], "forward") == provenance_of(r["cold"], "forward")
+    assert provenance_of(r["warm"], "forward")
     assert all(k[1] == provenance.INDUCTOR for k in provenance_of(r["warm"], "forward"))

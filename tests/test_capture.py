@@ -9,7 +9,7 @@ import runpy
 import pytest
 import torch
 
-from conftest import MODELS, SAMPLES, launched
+from helpers import MODELS, SAMPLES, launched
 from tcinspect import serialize
 from tcinspect.capturing.engine import capture, capture_file
 from tcinspect.errors import ModelRaisedError

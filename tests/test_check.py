@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import MODELS, SAMPLES, cli
+from helpers import MODELS, SAMPLES, cli
 from tcinspect import outfile
 from tcinspect.assertions import assert_compiles
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from conftest import cli
+from helpers import cli
 from tcinspect.analysis.checks import Finding, Outcome
 from tcinspect.render import checks as render
 

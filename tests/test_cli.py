@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import MODELS, SAMPLES, cli, run_cli
+from helpers import MODELS, SAMPLES, cli, cuda_available, run_cli  # noqa: F401  (cuda_available: named in a skipif)
 from tcinspect.errors import ExitCode
 
 
@@ -36,6 +36,7 @@ def assert_one_line_error(err: str, *needles: str):
     # torch 2.15 prefixes the message with the op ("addmm: mat1 and mat2 ..."): match the stable part
     (str(MODELS / "shape_mismatch.py"), ["the model raised RuntimeError: ", "mat1 and mat2 shapes cannot be multiplied"]),
 ])
+@pytest.mark.torch
 def test_bad_model_files_exit_2_with_one_line(capsys, path, needles):
     code, out, err = cli(capsys, "trace", path, "--backend", "aot_eager")
     assert code == ExitCode.USAGE_ERROR == 2
@@ -43,6 +44,7 @@ def test_bad_model_files_exit_2_with_one_line(capsys, path, needles):
     assert out == ""
 
 
+@pytest.mark.torch
 def test_debug_shows_the_traceback(capsys):
     code, _, err = cli(capsys, "trace", str(MODELS / "raises.py"), "--backend", "eager", "--debug")
     assert code == 2 and "Traceback" in err and "boom in forward" in err
@@ -57,13 +59,15 @@ def test_bad_options_exit_2(capsys):
     assert code == 2
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
+@pytest.mark.torch
+@pytest.mark.skipif("cuda_available()", reason="this machine has a GPU")
 def test_cuda_without_a_gpu_is_one_line(capsys):
     code, _, err = cli(capsys, "trace", str(SAMPLES / "lenet_triton_relu.py"))
     assert code == 2
     assert_one_line_error(err, "needs a CUDA GPU", "this machine has none")
 
 
+@pytest.mark.torch
 def test_stage_failure_exits_3_and_still_shows_what_worked(capsys):
     code, out, err = cli(capsys, "trace", str(MODELS / "failing_backend.py"), "--backend", "tcinspect_failing")
     assert code == ExitCode.STAGE_FAILED == 3
@@ -71,6 +75,7 @@ def test_stage_failure_exits_3_and_still_shows_what_worked(capsys):
     assert "dynamo_output_graph 0/0" in out and "failed" in out
 
 
+@pytest.mark.torch
 def test_trace_writes_yaml_and_reads_it_back_the_same(capsys, tmp_path):
     out_file = tmp_path / "report.yaml"
     code, out, err = cli(capsys, "trace", str(SAMPLES / "graph_breaks.py"), "--backend", "aot_eager",
@@ -84,6 +89,7 @@ def test_trace_writes_yaml_and_reads_it_back_the_same(capsys, tmp_path):
     assert from_model == from_report
 
 
+@pytest.mark.torch
 def test_json_on_stdout_is_clean_even_when_the_model_prints(capsys):
     code, out, err = cli(capsys, "trace", str(SAMPLES / "graph_breaks.py"), "--backend", "eager", "--format", "json")
     assert code == 0
@@ -91,6 +97,7 @@ def test_json_on_stdout_is_clean_even_when_the_model_prints(capsys):
     assert "Input norm" in err
 
 
+@pytest.mark.torch
 def test_cache_reuse_and_staleness(capsys, tmp_path):
     model = tmp_path / "m.py"
     model.write_text((SAMPLES / "tiny.py").read_text())
@@ -133,6 +140,7 @@ def test_bad_saved_reports(capsys, tmp_path):
     assert code == 2 and "no such file" in err
 
 
+@pytest.mark.torch
 def test_existing_output_is_kept_when_the_capture_fails(capsys, tmp_path):
     out_file = tmp_path / "keep.yaml"
     out_file.write_text("precious\n")
@@ -147,12 +155,14 @@ def test_help_is_fast_and_does_not_import_torch():
     assert res.returncode == 0 and "Exit codes" in res.stdout and "trace" in res.stdout
 
 
+@pytest.mark.torch
 def test_python_dash_m_runs_a_sample(tmp_path):
     res = run_cli("trace", str(SAMPLES / "tiny.py"), "--backend", "aot_eager", "-s", "summary,dynamo")
     assert res.returncode == 0, res.stderr
     assert "dynamo_output_graph 0/0" in res.stdout and "tiny.py:11" in res.stdout
 
 
+@pytest.mark.torch
 def test_unwritable_cache_is_a_warning_not_a_failure(capsys, tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from conftest import DATA, SAMPLES, cli
+from helpers import DATA, SAMPLES, cli, make_report
 from tcinspect import serialize
 from tcinspect.analysis.codegen import codegen_document, fusion_summary
 from tcinspect.analysis.kernels import find_kernels
 from tcinspect.parse import assemble, events
-from tcinspect.report import Report, Target
+from tcinspect.report import Target
 
 
 @pytest.fixture()
@@ -27,8 +27,8 @@ def tiny_json(tiny_report, tmp_path):
 def gpu_json(tmp_path):
     """A report built from the structured trace recorded on an H200 (Triton kernels)."""
     stages, compiles = assemble.build(events.read_jsonl(DATA / "gpu-trace-torch2.11-h200.jsonl.gz"))
-    rep = Report(torch_version="2.11.0+cu130", device="cuda", target=Target(kind="model", path="gpu_probe.py"),
-                 stages=stages, compiles=compiles)
+    rep = make_report(torch_version="2.11.0+cu130", device="cuda", target=Target(kind="model", path="gpu_probe.py"),
+                      stages=stages, compiles=compiles)
     p = tmp_path / "gpu.yaml"
     p.write_text(serialize.dumps(rep, "yaml"))
     return p
@@ -90,12 +90,14 @@ def test_recorded_gpu_report_shows_triton_and_user_kernels(capsys, gpu_json):
 
 
 def test_fusion_summary_counts(tiny_report):
+    assert {o.part for o in tiny_report.stages.inductor.outputs} == {"forward", "backward"}
     for o in tiny_report.stages.inductor.outputs:
         f = fusion_summary(o)
         assert f.kernels == len(o.kernels) == f.generated_kernels + f.extern_kernels
         assert f.post_grad_ops >= f.kernels
 
 
+@pytest.mark.torch
 def test_report_without_inductor_is_one_line(capsys, tmp_path):
     p = tmp_path / "r.json"
     code, _, _ = cli(capsys, "trace", str(SAMPLES / "tiny.py"), "--backend", "eager", "-o", str(p), "-f", "json")

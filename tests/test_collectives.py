@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from tcinspect.analysis import checks, divergence
 from tcinspect.derived import collectives
 from tcinspect.parse import torchtrace
@@ -27,6 +27,7 @@ def job():
 
 def test_forward_collectives_equal_the_graphs_torch_handed_the_backend(job):
     rep, truth = job
+    assert sorted(str(r.rank) for r in rep.ranks) == sorted(truth["backend_collectives"])  # every rank compared
     for r in rep.ranks:
         ours = [(c.kind, c.group, c.dtype, [int(s) for s in c.shape])
                 for c in collectives.of_stages(r.stages) if c.part == "forward"]

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODELS, SAMPLES, cli
+from helpers import MODELS, SAMPLES, cli, make_report
 from tcinspect import serialize, vocabulary
 from tcinspect.analysis import compile_time as views
 from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_jsonl, to_json_line
 from tcinspect.render import compile_time as render
 from tcinspect.render import html
-from tcinspect.report import Phase, RankReport, Report, Target
+from tcinspect.report import Phase, RankReport, Report
 from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
 
 # ----------------------------------------------------------------------------- spans -> trees (no torch)
@@ -145,8 +145,7 @@ def test_a_report_without_spans_still_answers():
     """An older report has no compile_time section: the command shows its compiles' totals."""
     from tcinspect.report import CompileMetrics
 
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
-                 compiles=(CompileMetrics("0/0", "forward", entire_frame_compile_time_s=2.5),))
+    rep = make_report(compiles=(CompileMetrics("0/0", "forward", entire_frame_compile_time_s=2.5),))
     doc = views.document(rep)
     assert (doc["total_s"], doc["phase_tree"], doc["compiles"][0]["phases_s"]) == (2.5, False, {"other": 2.5})
     from rich.console import Console
@@ -188,7 +187,7 @@ GPU_TRACES = ("default", "max-autotune")
 
 @pytest.mark.parametrize("mode", GPU_TRACES)
 def test_recorded_gpu_compiles_add_up_to_torchs_totals(mode):
-    from conftest import DATA
+    from helpers import DATA
 
     stem = f"compile-time-torch2.11.0-h100-{mode}"
     truth = json.loads((DATA / f"{stem}.truth.json").read_text())
@@ -218,7 +217,7 @@ def test_recorded_gpu_compiles_add_up_to_torchs_totals(mode):
 
 
 def _report(ct) -> Report:
-    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"), compile_time=ct)
+    return make_report(compile_time=ct)
 
 
 def _nesting_ok(events: list[dict]) -> None:
@@ -413,6 +412,7 @@ def test_restarts_are_attempts_in_the_tree(cache_dir):
     assert {f.compile_id for f in rep.compile_time.findings if f.kind == "restart"} == set(restarted)
 
 
+@pytest.mark.torch
 def test_first_trace_record_of_a_process_reaches_the_recorder():
     """torch's LazyTraceHandler removes itself while the first record is handled; the recorder still gets it."""
     code = (
@@ -440,14 +440,14 @@ def test_recorded_trace_gives_the_same_section(warm, tmp_path, monkeypatch):
 
 @pytest.mark.distributed
 def test_perfetto_has_a_process_per_rank_of_a_real_distributed_run(tmp_path):
-    from conftest import run_cli
+    from helpers import run_cli
 
     out, trace = tmp_path / "ddp.json", tmp_path / "perfetto.json"
     proc = run_cli("trace", "sample_models/ddp_mlp.py", "--nproc", "2", "--backend", "aot_eager", "--stage", "summary",
                    "-o", str(out), env={"TCINSPECT_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = serialize.load(out)
-    assert all(r.compile_time is not None and r.compile_time.compiles for r in rep.ranks)
+    assert len(rep.ranks) == 2 and all(r.compile_time is not None and r.compile_time.compiles for r in rep.ranks)
     proc = run_cli("compile-time", str(out), "--perfetto", str(trace), "-f", "json")
     assert proc.returncode == 0, proc.stderr
     events = json.loads(trace.read_text())["traceEvents"]

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rich.console import Console
 
-from conftest import MODELS, SAMPLES, cli, run_cli
+from helpers import MODELS, SAMPLES, cli, make_report, render_text, run_cli
 from tcinspect import serialize
 from tcinspect.analysis import checks, divergence
 from tcinspect.capturing import launcher
@@ -40,7 +39,6 @@ from tcinspect.report import (
     Request,
     SourceLocation,
     Stages,
-    Target,
 )
 from tcinspect.vocabulary import ranks_text
 
@@ -71,15 +69,10 @@ def _rank(rank: int, *, branch: bool = False, status: str = "ok", error: str = "
 
 
 def _merged(*ranks: RankReport) -> Report:
-    base = Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py"),
-                  stages=ranks[0].stages, compiles=ranks[0].compiles, tcinspect_version="0.1.0")
+    base = make_report(torch_version="2.13.0+cpu",
+                       stages=ranks[0].stages, compiles=ranks[0].compiles, tcinspect_version="0.1.0")
     return merge(base, ranks, timings=(("torchrun_s", 9.5),))
 
-
-def _text(renderable) -> str:
-    console = Console(record=True, width=160, force_terminal=False)
-    console.print(renderable)
-    return console.export_text()
 
 
 def test_identical_ranks_do_not_diverge_though_object_ids_differ():
@@ -87,7 +80,7 @@ def test_identical_ranks_do_not_diverge_though_object_ids_differ():
     # the value guard on self.rank differs by design: make the two ranks' models the same but for the object id
     same = [r if r.rank == 0 else replace(r, stages=_rank(0).stages) for r in ranks]
     assert divergence.divergences(same) == ()
-    assert "Divergence: none — all 2 ranks" in _text(render.divergence(_merged(*same)))
+    assert "Divergence: none — all 2 ranks" in render_text(render.divergence(_merged(*same)))
 
 
 def test_first_divergence_names_the_compile_and_how():
@@ -185,9 +178,9 @@ def test_check_applies_thresholds_per_rank_and_fails_on_divergence(capsys, tmp_p
 
 def test_ranks_table_marks_the_odd_rank_and_per_rank_views_group_equal_ranks():
     rep = _merged(_rank(0), _rank(1, branch=True), _rank(2))
-    text = _text(render.ranks_table(rep))
+    text = render_text(render.ranks_table(rep))
     assert "Ranks · 3 (torchrun)" in text and text.count(" ok ") == 3
-    view = _text(render.per_rank(rep, lambda r: f"{r.summary.graph_breaks} breaks", divergence.breaks_key))
+    view = render_text(render.per_rank(rep, lambda r: f"{r.summary.graph_breaks} breaks", divergence.breaks_key))
     assert "── ranks 0, 2 (the same on each) ──" in view and "── rank 1 ──" in view
     assert view.index("ranks differ first at compile 0/0") < view.index("── ranks 0, 2")
 
@@ -243,7 +236,7 @@ def test_ddp_splits_from_the_structured_trace():
     assert (second.name, second.bucket, second.parameters, second.parameter_bytes) == ("submod_1", 0, ("fc2.weight",), 4 * 64 * 4)
     assert second.graph.op_count == 2 and second.graph.nodes[0].shape == ("8", "64")
     assert ddp.parameter_name("l_self_modules_layers_modules_0_modules_0_parameters_weight_") == "layers.0.0.weight"
-    text = _text(render.ddp_split(split))
+    text = render_text(render.ddp_split(split))
     assert "submod_1" in text and "fc2.weight" in text and "1.0 KiB" in text and "m.py:13" in text
 
 
@@ -493,6 +486,6 @@ def test_ranks_that_all_failed_alike_are_not_called_in_agreement():
     failed = [replace(_rank(r), status="error", error="m.py defines no `model`", stages=Stages(), compiles=())
               for r in (0, 1)]
     assert divergence.divergences(failed) == ()
-    text = _text(render.divergence(_merged(*failed)))
+    text = render_text(render.divergence(_merged(*failed)))
     assert "Divergence: none" not in text and "not judged" in text and "rank 0 error, rank 1 error" in text
     assert checks.divergence_findings("m.py", _merged(*failed)) == []

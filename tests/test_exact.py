@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conformance import break_type_counts, not_in_counter
+from helpers import render_text
 from tcinspect.parse import events, fromevents
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import Options, Report, Target
@@ -110,13 +111,6 @@ def test_wont_convert_is_not_a_graph_break():
     assert lowering is not None and lowering.file.endswith("modeling_longformer.py") and lowering.line == 862
 
 
-def _text(renderable) -> str:
-    from rich.console import Console
-
-    console = Console(width=300, record=True, color_system=None)
-    console.print(renderable)
-    return console.export_text()
-
 
 def test_every_view_marks_the_failed_graphs_with_torchs_error():
     from tcinspect import serialize
@@ -125,11 +119,11 @@ def test_every_view_marks_the_failed_graphs_with_torchs_error():
 
     rep, _ = longformer()
     error = "DataDependentOutputException: aten._local_scalar_dense.default"
-    summary = _text(table.summary(rep))
+    summary = render_text(table.summary(rep), 300)
     assert "graphs failed" in summary and " 10 " in summary
-    dynamo = _text(table.dynamo(rep))
+    dynamo = render_text(table.dynamo(rep), 300)
     assert dynamo.count("backend failed, ran eagerly") == 5 and error in dynamo
-    listed = _text(breaks.breaks(rep))
+    listed = render_text(breaks.breaks(rep), 300)
     assert listed.startswith("8 graphs (+ 10 the backend failed on, run eagerly) · 22 graph breaks")
     assert "Graphs the backend failed on" in listed and error in listed and "WON'T" not in listed
     doc = breaks_document(rep)
@@ -175,6 +169,7 @@ def _recompiled(monkeypatch) -> list:
     return calls
 
 
+@pytest.mark.torch
 def test_a_report_whose_backend_failed_does_not_answer_for_another_backend(model_file, monkeypatch):
     from tcinspect.request import Request, resolve
 
@@ -185,6 +180,7 @@ def test_a_report_whose_backend_failed_does_not_answer_for_another_backend(model
     assert calls == [eager] and got.note == ""  # compiled again, with the backend asked for
 
 
+@pytest.mark.torch
 def test_a_reused_report_says_which_recorded_options_it_answers_for(model_file, monkeypatch):
     from tcinspect.request import Request, resolve
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, SAMPLES, cli
+from helpers import DATA, SAMPLES, cli, make_report
 
+pytestmark = pytest.mark.torch
 SILU = SAMPLES / "silu_pass.py"
 REWRITE = f"{SILU}:rewrite_silu"
 BACKENDS = Path(__file__).resolve().parent / "models" / "backends.py"
@@ -70,18 +71,15 @@ def test_report_with_passes_verification_and_exports_round_trips():
         ExportSignature,
         NodeChange,
         PassRun,
-        Report,
-        Target,
         TensorCheck,
         Verification,
     )
 
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
-                 passes=(PassRun("m:p", "0/0", "forward", 7, 6, (NodeChange("removed", "a = f(x)", ""),)),),
-                 verification=Verification(False, (TensorCheck("output", "float32", (2, 3), 0.5, 0.25, 1e-4, 1e-5,
-                                                               False, "Mismatched elements: 1 / 6"),)),
-                 exports=(ExportRun("strict", True, signature=ExportSignature(user_inputs=("x",)),
-                                    aoti=AotiRun(True, "model-strict.pt2", 0.0)),))
+    rep = make_report(passes=(PassRun("m:p", "0/0", "forward", 7, 6, (NodeChange("removed", "a = f(x)", ""),)),),
+                      verification=Verification(False, (TensorCheck("output", "float32", (2, 3), 0.5, 0.25, 1e-4, 1e-5,
+                                                                    False, "Mismatched elements: 1 / 6"),)),
+                      exports=(ExportRun("strict", True, signature=ExportSignature(user_inputs=("x",)),
+                                         aoti=AotiRun(True, "model-strict.pt2", 0.0)),))
     for fmt in ("yaml", "json"):
         assert serialize.loads(serialize.dumps(rep, fmt)) == rep
 

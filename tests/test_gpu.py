@@ -7,7 +7,7 @@ import runpy
 import pytest
 import torch
 
-from conftest import SAMPLES, launched
+from helpers import SAMPLES, launched
 from tcinspect.capturing.engine import capture_file
 from tcinspect.report import OK, Options
 
@@ -180,7 +180,7 @@ def test_bench_kernel_times_agree_with_the_profiler(monkeypatch):
 
 
 def test_codegen_bench_on_the_command_line(capsys, tmp_path):
-    from conftest import cli
+    from helpers import cli
 
     code, out, err = cli(capsys, "codegen", str(SAMPLES / "transformer_block.py"), "--bench", "--bench-runs", "20",
                          "--sort", "peak")

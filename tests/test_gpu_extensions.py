@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli
 from tcinspect.capturing.engine import capture_file
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

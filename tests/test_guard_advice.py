@@ -3,23 +3,14 @@ script-mode call counts, and guard counts by kind that add up, on real models.""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from rich.console import Console
 
-from conftest import MODELS
+from helpers import MODELS, render_text
 from tcinspect.analysis.guards import guard_kinds, guards_document
 from tcinspect.parse.breaks import parse_break
 from tcinspect.parse.guards import failed_guard, suggest_recompile_fix
 from tcinspect.render.guards import guards as guards_view
 from tcinspect.render.table import guards as trace_guards_view
-
-
-def text(renderable) -> str:
-    console = Console(width=120, file=io.StringIO(), color_system=None)
-    console.print(renderable)
-    return console.file.getvalue()
 
 
 def test_bert_setting_its_own_config_is_not_called_a_type_change(bert_kwargs_report):
@@ -50,7 +41,7 @@ def test_a_script_counts_its_calls_and_names_the_one_that_recompiled(optimizer_s
     assert rep.stages.dynamo.recompiles
     # the second call: the scheduler had changed lr after the first
     assert all(rc.input_set == 1 for rc in rep.stages.dynamo.recompiles)
-    out = text(guards_view(rep))
+    out = render_text(guards_view(rep), 120)
     assert out.startswith(f"3 calls into compiled code · {len(rep.compiles)} compiles · ")
     assert "call 2" in out and "│ ?" not in out
 
@@ -89,7 +80,7 @@ def test_recompile_advice_reads_the_guard(reason, start):
 
 def test_guard_kinds_sum_to_the_guards_and_every_view_agrees(bert_kwargs_report):
     rep = bert_kwargs_report
-    trace_out, guards_out = text(trace_guards_view(rep)), text(guards_view(rep))
+    trace_out, guards_out = render_text(trace_guards_view(rep), 120), render_text(guards_view(rep), 120)
     doc = guards_document(rep)
     for g, entry in zip(rep.stages.dynamo.graphs, doc["graphs"]):
         kinds = guard_kinds(g.guards)

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from conftest import DATA, SAMPLES, cli
+from helpers import DATA, SAMPLES, cli, make_report
 from tcinspect import serialize
 from tcinspect.analysis import checks
 from tcinspect.analysis import guard_cost as gc
@@ -75,6 +75,7 @@ def gpt2_runs(tmp_path_factory):
 
 
 def test_guard_latency_is_torchs_own(gpt2_runs):
+    assert len(gpt2_runs) == 2  # 2 and 8 layers
     for rep, metrics, _ in gpt2_runs.values():
         ours = {c.compile_id: c for c in rep.guard_cost.compiles}
         theirs = {str(m.compile_id): m.guard_latency_us for m in metrics}
@@ -191,8 +192,7 @@ def _hand(latency: float = 611.0) -> Report:
         per_call=PerCallCost(runs=2, calls=(
             CallCost(0, 900.0, 300.0, 1, 400.0, ("0/0",), (1,)), CallCost(0, 1100.0, 320.0, 1, 420.0, ("0/0",), (1,))),
             frames=(FrameCacheEntries("forward", "/p/m.py", 3, ("0/0",)),)))
-    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
-                  stages=Stages(dynamo=DynamoStage("ok", "", (graph,))), calls=1, guard_cost=cost)
+    return make_report(stages=Stages(dynamo=DynamoStage("ok", "", (graph,))), calls=1, guard_cost=cost)
 
 
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
@@ -246,7 +246,7 @@ def test_check_guard_latency_budget_baseline_and_junit(capsys, tmp_path, monkeyp
 
 
 def test_check_refuses_a_report_without_latency(tmp_path):
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"))
+    rep = make_report()
     with pytest.raises(Exception, match="has no guard latency"):
         checks.check_limits("m.py", rep, checks.Limits(guard_latency_us=10.0))
     assert checks.parse_limits({"max_guard_latency_us": 250}, "pyproject").guard_latency_us == 250.0
@@ -254,6 +254,7 @@ def test_check_refuses_a_report_without_latency(tmp_path):
         checks.parse_limits({"max_guard_latency_us": "fast"}, "pyproject")
 
 
+@pytest.mark.torch
 def test_per_call_on_a_model_file_and_refused_for_a_script(capsys, tmp_path):
     code, out, _ = cli(capsys, "guards", str(SAMPLES / "recompile_scalar.py"), "--per-call", "2")
     assert code == 0 and "cache lookup" in out and "entries tried" in out

@@ -9,7 +9,7 @@ import runpy
 import pytest
 import torch
 
-from conftest import MODELS, SAMPLES
+from helpers import MODELS, SAMPLES
 from tcinspect.analysis.guards import guard_checks, guards_document
 from tcinspect.capturing.engine import capture_file
 from tcinspect.cli import main

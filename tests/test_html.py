@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, cli
+from helpers import ROOT, cli, make_report
 from tcinspect import serialize
 from tcinspect.render import dot as graphviz
 from tcinspect.render import html, layered, picture
@@ -105,9 +105,9 @@ def hand_report() -> Report:
         InductorStage("ok", "", (OutputCode("0/0", "0_forward", "forward", "def call(args): ...", kernels, post,
                                             "miss"),)),
     )
-    return Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="model.py",
-                                                                           model_name="model"),
-                  stages=stages, calls=1, tcinspect_version="0.1.0")
+    return make_report(torch_version="2.13.0+cpu", target=Target(kind="model", path="model.py",
+                                                                                model_name="model"),
+                       stages=stages, calls=1, tcinspect_version="0.1.0")
 
 
 def chain_report(nodes: int, graphs: int = 1) -> Report:
@@ -119,8 +119,8 @@ def chain_report(nodes: int, graphs: int = 1) -> Report:
                      ("4",)) for i in range(nodes - 2)),
               Node("output", "output", "output", f"mul_{nodes - 3}"))
         dgs.append(DynamoGraph(f"{g}/0", "forward", "model.py", 1, Graph("dynamo_output_graph", "", ns)))
-    return Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="chain.py"),
-                  stages=Stages(DynamoStage("ok", "", tuple(dgs))))
+    return make_report(torch_version="2.13.0+cpu", target=Target(kind="model", path="chain.py"),
+                       stages=Stages(DynamoStage("ok", "", tuple(dgs))))
 
 
 def node_line(dot: str, name: str) -> str:
@@ -421,10 +421,9 @@ def test_breaks_page_in_the_browser(browser, breaks_report, tmp_path):
 
 
 def _synthetic(nodes: int) -> Report:
-    spec = importlib.util.spec_from_file_location("synthetic", ROOT / "bench" / "synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build(nodes)
+    from builders import synthetic
+
+    return synthetic.build(nodes)
 
 
 #: The page of a 10,000-node report must be usable at once. The machine is shared and noisy: the

@@ -17,6 +17,7 @@ import pytest
 
 from tcinspect.parse import instep
 
+pytestmark = pytest.mark.torch  # torch is imported below, at the module's top level, for its GPU tests
 DATA = Path(__file__).resolve().parent / "data"
 RECORDED = sorted(DATA.glob("instep-*.json.gz"))
 _KEEP = ("kernel", "gpu_memset", "gpu_memcpy", "cuda_runtime", "cuda_driver", "cpu_op", "user_annotation")
@@ -226,7 +227,7 @@ def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
     (["--bench", "--sort", "fastest"], "pass --sort step, time, peak or launch"),
 ])
 def test_bench_options_bad_input(args, needle):
-    from conftest import SAMPLES, run_cli
+    from helpers import SAMPLES, run_cli
 
     r = run_cli("codegen", str(SAMPLES / "tiny.py"), *args)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr

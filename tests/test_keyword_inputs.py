@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from conftest import MODELS, cli
+from helpers import MODELS, cli
 from tcinspect.capturing.engine import capture
 from tcinspect.report import Options
 

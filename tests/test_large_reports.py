@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from builders import llm_report, synthetic
+from helpers import make_report
 from tcinspect import cache, errors, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.render import dot as graphviz
@@ -22,26 +23,21 @@ from tcinspect.render import html, layered, picture, svg
 from tcinspect.report import Report
 from tcinspect.serialize.build import build
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import llm_report
-import synthetic
-
 DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="module")
 def llm() -> Report:
-    return llm_report.build(4)
+    return llm_report.build(3)  # 3 layers: each of its three graphs has more nodes than DOT draws (200)
 
 
 def _recorded(name: str) -> Report:
     from tcinspect.parse import assemble
     from tcinspect.parse.events import read_jsonl
-    from tcinspect.report import Target
 
     stages, _ = assemble.build(read_jsonl(DATA / name))
-    return Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py"), stages=stages,
-                  calls=1)
+    return make_report(torch_version="2.13.0+cpu", stages=stages,
+                       calls=1)
 
 
 def _slow(data: dict) -> Report:
@@ -52,10 +48,10 @@ def _slow(data: dict) -> Report:
     return dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in (data.get("timings") or {}).items()))
 
 
-@pytest.mark.parametrize("make", [lambda: llm_report.build(4), lambda: synthetic.build(2000),
+@pytest.mark.parametrize("make", [lambda: llm_report.build(1), lambda: synthetic.build(500),
                                   lambda: _recorded("provenance-gpt2-torch2.13.0-cpu.jsonl.gz"),
                                   lambda: _recorded("provenance-llama-torch2.11.0-cuda.jsonl.gz")],
-                         ids=["llm-4-layers", "synthetic-2000", "recorded-gpt2", "recorded-llama"])
+                         ids=["llm-1-layer", "synthetic-500", "recorded-gpt2", "recorded-llama"])
 def test_fast_build_equals_the_slow_build(make):
     rep = make()
     for fmt in ("yaml", "json"):
@@ -257,8 +253,8 @@ def test_guards_and_codegen_tables_show_50_rows_unless_all(tmp_path):
 
     from tcinspect.cli import app
 
-    saved = tmp_path / "llm16.json"
-    serialize.write_atomic(saved, serialize.dumps(llm_report.build(16), "json"))
+    saved = tmp_path / "llm8.json"  # 8 layers: hundreds of guards and kernels, many times the 50 rows shown
+    serialize.write_atomic(saved, serialize.dumps(llm_report.build(8), "json"))
     runner = CliRunner()
     for cmd in ("guards", "codegen"):
         short = runner.invoke(app, [cmd, str(saved)], env={"COLUMNS": "200"})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli, make_report, render_text
 from tcinspect import serialize
 from tcinspect.parse import logfiles, torchtrace
 
@@ -232,13 +232,6 @@ def test_logs_on_an_s3_compatible_server(capsys, s3_server, served):
 # ----------------------------------------------------------------------------- many ranks
 
 
-def _text(renderable) -> str:
-    from rich.console import Console
-
-    console = Console(record=True, width=160, force_terminal=False)
-    console.print(renderable)
-    return console.export_text()
-
 
 def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch_named):
     """48 ranks from the recorded two (every eighth takes rank 1's branch), one that compiled nothing and
@@ -259,7 +252,7 @@ def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch
              replace(zero, rank=r, stages=fewer_guards) if r == 40 else
              replace(one if r % 8 == 5 else zero, rank=r) for r in range(48)]
     rep = merge(torch_named, ranks)
-    table = _text(render.ranks_table(rep))
+    table = render_text(render.ranks_table(rep))
     assert "Ranks · 48 (TORCH_TRACE logs) · 4 groups" in table
     rows = [ln for ln in table.splitlines() if ln.startswith("│ rank")]
     assert len(rows) == 4 and "ranks 0-2, 4, 6-12, 14-20, 22-28, 30-36, … (40 ranks)" in rows[0]
@@ -268,18 +261,18 @@ def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch
     assert {(d.compile_id, d.aspect) for d in divs} >= {("4/0", "compile"), ("4/0", "graph_breaks"), ("4/0", "guards")}
     guards = next(d for d in divs if d.aspect == "guards")
     assert (40,) in [g.ranks for g in guards.groups]
-    shown = _text(render.divergence(rep))
+    shown = render_text(render.divergence(rep))
     assert "rank 40" in shown and "rank 3 " in shown
 
 
 def test_a_long_divergence_is_cut_in_the_table_only():
     from tcinspect.render import ranks as render
-    from tcinspect.report import Divergence, RankGroup, RankReport, Report, Target
+    from tcinspect.report import Divergence, RankGroup, RankReport, Target
 
     groups = tuple(RankGroup((r,), f"value {r}") for r in range(20))
-    rep = Report(torch_version="", device="cpu", target=Target(kind="torch_trace"),
-                 ranks=tuple(RankReport(rank=r, status="ok") for r in range(20)))
-    text = _text(render.divergence_table(rep, [Divergence("0/0", "graph", groups)] * 40))
+    rep = make_report(torch_version="", target=Target(kind="torch_trace"),
+                      ranks=tuple(RankReport(rank=r, status="ok") for r in range(20)))
+    text = render_text(render.divergence_table(rep, [Divergence("0/0", "graph", groups)] * 40))
     assert "… 12 ranks" in text and "in 12 more groups (use --format yaml)" in text
     assert "… 10 more divergences (use --format yaml)" in text
     assert render.ranks_short(list(range(0, 100, 2))) == "ranks 0, 2, 4, 6, 8, 10, … (50 ranks)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import make_report
 from tcinspect.analysis import checks
 from tcinspect.analysis import memory as views
 from tcinspect.parse import memory as parse_memory
@@ -186,7 +187,7 @@ def test_a_graph_with_no_backward_has_no_memory_section():
 
     inference = AotGraphs("0/0", inference=parse_graph("aot_inference_graph", _FWD.replace("SavedForBackwards", "Plain")))
     assert parse_memory.build([], Stages(aot_autograd=AotStage(graphs=(inference,)))) is None
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="callable"))
+    rep = make_report(target=Target(kind="callable"))
     from tcinspect.render import memory as render
 
     assert render.NO_BACKWARD in render.table(rep).plain
@@ -196,8 +197,7 @@ def test_a_graph_with_no_backward_has_no_memory_section():
 def _report(saved: int, measured: MemoryMeasurement | None = None, not_measured: str = "") -> Report:
     g = GraphMemory("0/0", saved=(SavedTensor("mm", "activation", "f32", ("4", "8"), saved, op="aten.mm",
                                               module="fc1", line="/m.py:5"),))
-    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"),
-                  memory=Memory(graphs=(g,), measured=measured, not_measured=not_measured))
+    return make_report(memory=Memory(graphs=(g,), measured=measured, not_measured=not_measured))
 
 
 def test_check_budgets_saved_bytes_and_says_when_the_peak_ratio_was_not_measured():
@@ -238,7 +238,7 @@ def test_memory_round_trips_and_renders(tmp_path):
 
 
 def test_memory_command_on_a_saved_report_and_the_cpu_note(tmp_path, capsys):
-    from conftest import cli
+    from helpers import cli
     from tcinspect import serialize
 
     path = tmp_path / "r.yaml"
@@ -250,12 +250,12 @@ def test_memory_command_on_a_saved_report_and_the_cpu_note(tmp_path, capsys):
 
 
 def test_memory_command_on_a_report_with_no_backward_says_so_and_exits_0(tmp_path, capsys):
-    from conftest import cli
+    from helpers import cli
     from tcinspect import serialize
     from tcinspect.render import memory as render
 
     path = tmp_path / "inference.json"
-    path.write_text(serialize.dumps(Report(torch_version="2.13.0", device="cpu", target=Target(kind="model")), "json"))
+    path.write_text(serialize.dumps(make_report(target=Target(kind="model")), "json"))
     code, out, err = cli(capsys, "memory", str(path))
     assert code == 0 and render.NO_BACKWARD.split(":")[0] in " ".join(out.split()) and "Traceback" not in err
     code, out, _ = cli(capsys, "memory", str(path), "-f", "json")

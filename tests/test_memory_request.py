@@ -70,7 +70,7 @@ def _record_requests(monkeypatch, tmp_path):
 
 
 def test_only_memory_and_a_peak_budget_ask_the_capture_to_measure(tmp_path, monkeypatch, capsys):
-    from conftest import cli
+    from helpers import cli
 
     seen, model = _record_requests(monkeypatch, tmp_path)
     assert cli(capsys, "memory", model)[0] == 0

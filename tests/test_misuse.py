@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODELS, ROOT, cli
+from helpers import MODELS, ROOT, cli
 from tcinspect import cache, interrupts, serialize
 from tcinspect.analysis.checks import Finding, Outcome
 from tcinspect.errors import ExitCode
@@ -69,6 +69,7 @@ def _interrupt_trace(tmp_path: Path, sig: signal.Signals, in_process: bool) -> t
 @pytest.mark.parametrize("sig,in_process", [(signal.SIGINT, False), (signal.SIGINT, True),
                                             (signal.SIGTERM, False), (signal.SIGTERM, True)],
                          ids=["sigint-child", "sigint-in-process", "sigterm-child", "sigterm-in-process"])
+@pytest.mark.torch
 def test_a_signal_while_compiling_stops_everything(tmp_path, sig, in_process):
     code, err, took, left = _interrupt_trace(tmp_path, sig, in_process)
     assert code == 128 + sig == (ExitCode.INTERRUPTED if sig == signal.SIGINT else ExitCode.TERMINATED), err
@@ -218,6 +219,7 @@ def test_junit_names_stay_the_same_when_the_measured_values_change():
     assert a[0][2] == "graph_breaks 3 > max 1" and b[0][2] == "graph_breaks 4 > max 1"  # the values, kept
 
 
+@pytest.mark.torch
 def test_a_failing_tcinspect_check_prints_no_trace_log_lines(tmp_path):
     (tmp_path / "test_fails.py").write_text(textwrap.dedent("""
         import torch
@@ -237,6 +239,7 @@ def test_a_failing_tcinspect_check_prints_no_trace_log_lines(tmp_path):
     assert "torch.__trace" not in proc.stdout and "torch.__trace" not in proc.stderr
 
 
+@pytest.mark.torch
 def test_a_bug_in_the_capture_process_is_an_internal_error_not_a_crash(tmp_path):
     import json
 

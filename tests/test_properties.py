@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tcinspect.capturing.custom import load_callable
 from tcinspect.report import Options
+
+pytestmark = pytest.mark.torch
 
 BACKENDS = Path(__file__).resolve().parent / "models" / "backends.py"
 ORACLE = f"{BACKENDS}:recording_backend"

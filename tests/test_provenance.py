@@ -18,6 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from helpers import make_report  # noqa: E402
 from tcinspect.capturing import engine  # noqa: E402
 from tcinspect.parse import provenance  # noqa: E402
 from tcinspect.report import Options  # noqa: E402
@@ -233,7 +234,7 @@ def _warm_hit_keeps_provenance(tmp_path):
         return [(o.aot_id.split("_", 1)[1], k.provenance_key, k.provenance, k.source_nodes, k.user_lines, k.modules)
                 for o in rep.stages.inductor.outputs if o.part == part for k in o.kernels]
     # the forward loaded from the user's untracked entry keeps what tcinspect recorded of its compile
-    assert prov(warm, "forward") == prov(cold, "forward")
+    assert prov(warm, "forward") == prov(cold, "forward") and prov(cold, "forward")
     assert all(p[2] == provenance.INDUCTOR for p in prov(cold, "forward") + prov(cold, "backward"))
     # the tracked backward compile named its post-grad nodes differently from the user's untracked one:
     # the record does not fit that graph, so those kernels are marked inferred, never given wrong nodes
@@ -320,14 +321,13 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     # counted in the report's parse section and said in one line
     from tcinspect.analysis.parse_health import parse_warning
     from tcinspect.parse.events import parse_health
-    from tcinspect.report import Report
 
     health = parse_health(events, unreadable=provenance.unreadable(events))
     mappings = sum(1 for e in events if e.name == provenance.NODE_MAPPINGS)
     assert {e.name: e.count for e in health.artifacts_not_understood} == {provenance.NODE_MAPPINGS: mappings}
     from tcinspect.report import Target
 
-    line = parse_warning(Report(torch_version="2.13.0", device="cpu", target=Target(kind="model"), parse=health))
+    line = parse_warning(make_report(target=Target(kind="model"), parse=health))
     assert "\n" not in line and "marked inferred" in line
 
 
@@ -362,12 +362,12 @@ def saved_mlp_report(tmp_path):
     from tcinspect import serialize
     from tcinspect.parse import assemble
     from tcinspect.parse.events import read_jsonl
-    from tcinspect.report import Report, Target
+    from tcinspect.report import Target
 
     path = next(p for p in RECORDED if "-mlp-" in p.name)
     stages, metrics = assemble.build(read_jsonl(path))
-    rep = Report(torch_version="2.13.0+cpu", device="cpu", target=Target(kind="callable", model_name="model"),
-                 stages=stages, compiles=metrics, calls=1)
+    rep = make_report(torch_version="2.13.0+cpu", target=Target(kind="callable", model_name="model"),
+                      stages=stages, compiles=metrics, calls=1)
     out = tmp_path / "mlp.json"
     out.write_text(serialize.dumps(rep, "json"))
     return out
@@ -376,7 +376,7 @@ def saved_mlp_report(tmp_path):
 def test_codegen_module_lists_the_kernels_of_that_module(saved_mlp_report):
     import json as _json
 
-    from conftest import run_cli
+    from helpers import run_cli
 
     r = run_cli("codegen", str(saved_mlp_report), "--module", "model.1", "--format", "json")
     assert r.returncode == 0, r.stderr
@@ -395,7 +395,7 @@ def test_codegen_module_lists_the_kernels_of_that_module(saved_mlp_report):
     (["--line", "a.py:1", "--module", "0"], "ask one at a time"),
 ])
 def test_codegen_line_and_module_bad_input(saved_mlp_report, args, needle):
-    from conftest import run_cli
+    from helpers import run_cli
 
     r = run_cli("codegen", str(saved_mlp_report), *args)
     assert r.returncode == 2 and needle in r.stderr, r.stderr

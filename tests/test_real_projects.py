@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conformance import MODELS
-from conftest import SAMPLES, cli, run_cli
+from helpers import SAMPLES, cli, run_cli
 
 # --- script detection ------------------------------------------------------------------------
 
@@ -36,6 +36,7 @@ def test_a_model_file_binds_model_when_imported(source, is_model):
     assert ("model" in import_time_names(ast.parse(source).body)) is is_model
 
 
+@pytest.mark.torch
 def test_a_training_script_with_model_under_main_runs_as_a_script(capsys):
     code, out, err = cli(capsys, "trace", str(MODELS / "train_script.py"), "--format", "json")
     assert code == 0, err
@@ -43,6 +44,7 @@ def test_a_training_script_with_model_under_main_runs_as_a_script(capsys):
     assert doc["target"]["kind"] == "script" and doc["summary"]["graphs"] >= 1
 
 
+@pytest.mark.torch
 def test_model_forces_model_mode_and_script_forces_script_mode(capsys, tmp_path):
     code, _, err = cli(capsys, "trace", str(MODELS / "train_script.py"), "--model", "model")
     assert code == 2 and "defines no `model`" in err
@@ -53,6 +55,7 @@ def test_model_forces_model_mode_and_script_forces_script_mode(capsys, tmp_path)
     assert code == 2 and "contradict" in err
 
 
+@pytest.mark.torch
 def test_script_detection_is_the_same_in_an_isolated_capture(capsys):
     code, out, err = cli(capsys, "trace", str(MODELS / "train_script.py"), "--timeout", "300", "--format", "json")
     assert code == 0, err
@@ -124,6 +127,7 @@ def test_float32_rounding_passes_and_a_changed_result_fails():
     assert not bad.ok and "RMSE from float64 eager" in bad.message
 
 
+@pytest.mark.torch
 def test_a_pass_that_changes_the_math_still_fails_verify(capsys):
     code, out, err = cli(capsys, "verify", str(SAMPLES / "tiny.py"), "--backend", "aot_eager", "--pass",
                          f"{MODELS.parent / 'models' / 'drift_pass.py'}:scale_drift", "-f", "json")
@@ -150,6 +154,7 @@ def test_verify_shows_whole_parameter_names():
 # --- the cache sees the code ------------------------------------------------------------------
 
 
+@pytest.mark.torch
 def test_editing_a_traced_module_recompiles_and_an_untraced_one_does_not(tmp_path):
     shutil.copytree(MODELS / "two_file", tmp_path / "proj")
     proj = tmp_path / "proj"

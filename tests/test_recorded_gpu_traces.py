@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import DATA, launched
+from helpers import DATA, launched
 from tcinspect.parse import assemble, events
 
 

@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from conftest import DATA, cli, launched
+from helpers import DATA, cli, launched, make_report
 from tcinspect import serialize
 from tcinspect.parse import assemble, events
 from tcinspect.report import EventCount, ParseHealth, Report, Target
@@ -25,8 +25,8 @@ MODELS = sorted({m for _, m in CASES})
 def report_of(version: str, model: str) -> Report:
     evs, bad = events.read_trace(TRACES / version / f"{model}.jsonl.gz")
     stages, metrics = assemble.build(evs)
-    return Report(torch_version=EXPECTED[version]["torch"], device="cpu", target=Target(kind="trace", model_name=model),
-                  stages=stages, compiles=metrics, parse=events.parse_health(evs, bad))
+    return make_report(torch_version=EXPECTED[version]["torch"], target=Target(kind="trace", model_name=model),
+                       stages=stages, compiles=metrics, parse=events.parse_health(evs, bad))
 
 
 def test_every_supported_cpu_version_is_recorded():
@@ -51,6 +51,7 @@ def test_parse_equals_torchs_own_counts(version, model):
 @pytest.mark.parametrize("version,model", CASES)
 def test_invariants(version, model):
     rep = report_of(version, model)
+    assert rep.stages.inductor.outputs
     for out in rep.stages.inductor.outputs:
         assert [k.name for k in out.kernels] == launched(out.wrapper)  # in launch order
         assert out.post_grad_graph is not None and out.cache == "miss"  # recorded cold
@@ -82,6 +83,7 @@ def test_the_same_model_reads_the_same_on_every_version(model):
     # kernel names and guard counts may change with torch (2.14 fuses GPT-2's position ids differently,
     # 2.15 adds DICT_CONTAINS guards); the counts below do not
     first = shape(report_of(VERSIONS[0], model))
+    assert VERSIONS[1:], "one version alone compares nothing"
     for v in VERSIONS[1:]:
         assert shape(report_of(v, model)) == first, v
 
@@ -146,6 +148,7 @@ def test_the_summary_warns_in_one_line(tmp_path):
                      "file were not a record"]
 
 
+@pytest.mark.torch
 def test_a_live_capture_keeps_and_counts_an_event_it_does_not_know(capsys):
     backend = f"{DATA.parent / 'models' / 'backends.py'}:logs_an_unknown_event"
     code, out, err = cli(capsys, "trace", str(DATA.parent.parent / "sample_models" / "tiny.py"), "--backend", backend,

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from conftest import MODELS
+from helpers import MODELS
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.torch]
 
 BACKEND = f"{MODELS / 'regions_common.py'}:counting"
 

@@ -7,7 +7,7 @@ import logging
 
 import torch
 
-from conftest import MODELS, SAMPLES, cli
+from helpers import MODELS, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.capturing.engine import capture_file
 from tcinspect.report import Options

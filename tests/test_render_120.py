@@ -4,34 +4,27 @@ AOTAutograd wrapper artifact recognised."""
 
 from __future__ import annotations
 
-import io
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
-from rich.console import Console
 
+from helpers import make_report, render_text
 from tcinspect.analysis.breaks import breaks_document
 from tcinspect.parse.breaks import parse_break
 from tcinspect.render import breaks as breaks_view
 from tcinspect.render import codegen, html, table
-from tcinspect.report import DynamoStage, Report, Stages, Target
+from tcinspect.report import DynamoStage, Stages, Target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_recorded_traces import report_of
 
 
-def text(renderable) -> str:
-    console = Console(width=120, file=io.StringIO(), color_system=None)
-    console.print(renderable)
-    return console.file.getvalue()
-
-
 def test_codegen_catalog_keeps_size_and_buffers_at_120_columns():
     rep = report_of("2.13.0", "gpt2_tiny")
-    out = text(codegen.catalog(rep, limit=4))
+    out = render_text(codegen.catalog(rep, limit=4), 120)
     assert max(cell_len(line) for line in out.splitlines()) <= 120
     header = next(line for line in out.splitlines() if "kernel" in line and "lines" in line)
     assert "size" in header and "buffers" in header
@@ -56,9 +49,9 @@ def test_a_break_in_a_library_keeps_its_line_and_names_the_users_line():
     brk = parse_break(_LIBRARY_BREAK, "0/0")
     assert brk.user_frame is not None and brk.user_frame.line == 1023
     assert brk.model_frame is not None and (brk.model_frame.file, brk.model_frame.line) == ("/home/u/proj/model.py", 45)
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="trace"),
-                 stages=Stages(dynamo=DynamoStage(graph_breaks=(brk,))))
-    out = text(breaks_view.breaks(rep))
+    rep = make_report(target=Target(kind="trace"),
+                      stages=Stages(dynamo=DynamoStage(graph_breaks=(brk,))))
+    out = render_text(breaks_view.breaks(rep), 120)
     assert "modeling_big_bird.py:1023" in out and "↳ from model.py:45" in out
     title = next(line for line in out.splitlines() if "1. " in line and "╭" in line)
     assert "1. transformers/models/big_bird/modeling_big_bird.py:1023 — Data-dependent" in title
@@ -73,7 +66,7 @@ def test_a_break_in_a_library_keeps_its_line_and_names_the_users_line():
                     user_frame=replace(brk.user_frame, line=1000 + i, function="bigbird_block_sparse_attention"),
                     break_type=f"Data-dependent branching in a long explanation of the kind torch writes {i}")
             for i in range(6) for j in range(8)]
-    out = text(breaks_view.breaks(replace(rep, stages=Stages(dynamo=DynamoStage(graph_breaks=tuple(many))))))
+    out = render_text(breaks_view.breaks(replace(rep, stages=Stages(dynamo=DynamoStage(graph_breaks=tuple(many))))), 120)
     assert all(f"modeling_big_bird.py:{1000 + i}" in out for i in range(6))
 
 
@@ -90,7 +83,7 @@ def test_a_real_break_in_a_helper_file_names_the_models_line(tmp_path):
     brk = rep.stages.dynamo.graph_breaks[0]
     assert brk.user_frame is not None and brk.user_frame.file.endswith("helpers.py") and brk.user_frame.line == 3
     assert brk.model_frame is not None and brk.model_frame.file.endswith("model.py") and brk.model_frame.line == 7
-    assert "↳ from model.py:7" in text(breaks_view.breaks(rep))
+    assert "↳ from model.py:7" in render_text(breaks_view.breaks(rep), 120)
 
 
 def test_a_real_models_node_table_shows_ops_not_fifty_placeholders():
@@ -98,7 +91,7 @@ def test_a_real_models_node_table_shows_ops_not_fifty_placeholders():
     g = rep.stages.dynamo.graphs[0]
     inputs = [n for n in g.graph.nodes if n.op in ("placeholder", "get_attr")]
     assert len(inputs) > 8 and len(g.graph.nodes) > table.ROW_LIMIT
-    out = text(table.dynamo(rep))
+    out = render_text(table.dynamo(rep), 120)
     assert f"0–{len(inputs) - 1}" in out and f"{len(inputs)} inputs" in out
     first_op = next(n for n in g.graph.nodes if n.op not in ("placeholder", "get_attr"))
     assert f" {first_op.name} " in out
@@ -111,11 +104,11 @@ def test_compile_time_reads_as_parts_of_what_torch_recorded(tiny_report):
     backend = sum(c.backend_compile_time_s for c in rep.compiles)
     forward = sum(c.inductor_compile_time_s for c in rep.compiles)
     backward = sum(t.inductor_s for t in rep.compile_time.compiles if t.part == "backward")
-    line = next(line for line in text(table.summary(rep)).splitlines() if "compile time" in line)
+    line = next(line for line in render_text(table.summary(rep), 120).splitlines() if "compile time" in line)
     assert f"backend {backend:.2f} s" in line
     if backward:
         # the backward is compiled outside Dynamo's backend call: the Inductor total is forward + backward
-        assert f"inductor {forward + backward:.2f} s = {forward:.2f} s forward" in text(table.summary(rep))
+        assert f"inductor {forward + backward:.2f} s = {forward:.2f} s forward" in render_text(table.summary(rep), 120)
     else:
         assert f"inductor {forward:.2f} s" in line
 
@@ -123,11 +116,11 @@ def test_compile_time_reads_as_parts_of_what_torch_recorded(tiny_report):
 def test_hand_built_compile_time_with_a_backward_explains_itself():
     from tcinspect.report import CompileMetrics, CompileTime, CompileTiming
 
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="trace"),
-                 compiles=(CompileMetrics("0/0", entire_frame_compile_time_s=23.41, backend_compile_time_s=20.54,
-                                          inductor_compile_time_s=17.40),),
-                 compile_time=CompileTime(compiles=(CompileTiming("0/0", "backward", total_s=20.04, inductor_s=20.54),)))
-    out = " ".join(text(table.summary(rep)).split())
+    rep = make_report(target=Target(kind="trace"),
+                      compiles=(CompileMetrics("0/0", entire_frame_compile_time_s=23.41, backend_compile_time_s=20.54,
+                                               inductor_compile_time_s=17.40),),
+                      compile_time=CompileTime(compiles=(CompileTiming("0/0", "backward", total_s=20.04, inductor_s=20.54),)))
+    out = " ".join(render_text(table.summary(rep), 120).split())
     assert "backend 20.54 s, inductor 37.94 s = 17.40 s forward (part of backend) + 20.54 s backward" in out
 
 
@@ -160,4 +153,4 @@ def test_an_output_aliasing_its_input_logs_no_unknown_event(monkeypatch):
 
 def test_plurals():
     rep = report_of("2.13.0", "tiny")
-    assert text(breaks_view.summary_line(rep)).startswith("1 graph · 0 graph breaks")
+    assert render_text(breaks_view.summary_line(rep), 120).startswith("1 graph · 0 graph breaks")

@@ -5,11 +5,7 @@ Hand-built reports (as bench/synthetic.py builds them): no torch compile.
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
-
-from conftest import cli
+from helpers import cli, make_report, render_text
 from tcinspect import serialize
 from tcinspect.render import table as render
 from tcinspect.report import (
@@ -36,17 +32,12 @@ def big_report(nodes: int, kernels: int) -> Report:
     graph = Graph("dynamo_output_graph", "", ns)
     ks = tuple(Kernel(f"cpp_fused_mul_{k}", "cpp", "cpp", (f"mul_{k}",), ("aten.mul",), ("/src/model.py:10",),
                       f"cpp_fused_mul_{k}(buf0)") for k in range(kernels))
-    return Report(torch_version="synthetic", device="cpu", target=Target(kind="model", path="synthetic.py"),
-                  stages=Stages(DynamoStage("ok", "", (DynamoGraph("0/0", "forward", "/src/model.py", 1, graph),)),
-                                AotStage("ok", "", (AotGraphs("0/0", forward=Graph("aot_forward_graph", "", ns)),)),
-                                InductorStage("ok", "", (OutputCode("0/0", "0_forward", "forward", "", ks, graph),))),
-                  calls=1)
+    return make_report(torch_version="synthetic", target=Target(kind="model", path="synthetic.py"),
+                       stages=Stages(DynamoStage("ok", "", (DynamoGraph("0/0", "forward", "/src/model.py", 1, graph),)),
+                                     AotStage("ok", "", (AotGraphs("0/0", forward=Graph("aot_forward_graph", "", ns)),)),
+                                     InductorStage("ok", "", (OutputCode("0/0", "0_forward", "forward", "", ks, graph),))),
+                       calls=1)
 
-
-def text(renderable) -> str:
-    console = Console(file=io.StringIO(), width=120, highlight=False, soft_wrap=False, markup=False)
-    console.print(renderable)
-    return console.file.getvalue()
 
 
 def row_indexes(out: str) -> set[int]:
@@ -56,7 +47,7 @@ def row_indexes(out: str) -> set[int]:
 
 
 def test_a_10000_node_graph_shows_50_rows_and_says_how_many_are_left_out():
-    out = text(render.trace(big_report(10_000, 120)))
+    out = render_text(render.trace(big_report(10_000, 120)), 120)
     assert out.count("… 9,950 more rows (use --all or --format yaml)") == 2  # the Dynamo and the AOT graph
     assert "… 70 more rows (use --all or --format yaml)" in out  # 120 kernels
     assert row_indexes(out) == set(range(50))
@@ -65,13 +56,13 @@ def test_a_10000_node_graph_shows_50_rows_and_says_how_many_are_left_out():
 
 
 def test_all_rows_shows_every_row_and_no_summary_line():
-    out = text(render.trace(big_report(120, 60), limit=None))
+    out = render_text(render.trace(big_report(120, 60), limit=None), 120)
     assert "more rows" not in out
     assert row_indexes(out) == set(range(120))
 
 
 def test_a_table_at_the_limit_is_not_cut():
-    out = text(render.trace(big_report(render.ROW_LIMIT, render.ROW_LIMIT)))
+    out = render_text(render.trace(big_report(render.ROW_LIMIT, render.ROW_LIMIT)), 120)
     assert "more rows" not in out
     assert row_indexes(out) == set(range(render.ROW_LIMIT))
 
@@ -79,9 +70,9 @@ def test_a_table_at_the_limit_is_not_cut():
 def test_node_and_kernel_tables_are_whole_unless_given_a_limit():
     # `codegen`'s catalog and `export`'s graph call these without a limit
     rep = big_report(80, 80)
-    assert row_indexes(text(render.node_table(rep.stages.dynamo.graphs[0].graph, "g"))) == set(range(80))
-    assert row_indexes(text(render.kernel_table(rep.stages.inductor.outputs[0].kernels, "k"))) == set(range(80))
-    cut = text(render.node_table(rep.stages.dynamo.graphs[0].graph, "g", limit=10))
+    assert row_indexes(render_text(render.node_table(rep.stages.dynamo.graphs[0].graph, "g"), 120)) == set(range(80))
+    assert row_indexes(render_text(render.kernel_table(rep.stages.inductor.outputs[0].kernels, "k"), 120)) == set(range(80))
+    cut = render_text(render.node_table(rep.stages.dynamo.graphs[0].graph, "g", limit=10), 120)
     assert row_indexes(cut) == set(range(10)) and "… 70 more rows" in cut
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import DATA, SAMPLES, cli
+from helpers import DATA, SAMPLES, cli, make_report
 from tcinspect import serialize
 from tcinspect.errors import ExitCode, exit_code_for
 from tcinspect.report import (
@@ -78,8 +78,8 @@ def test_obtain_is_the_report_the_cli_shows(tmp_path, capsys):
 
 
 def _failed(kind: str, error: str) -> Report:
-    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path="m.py"), error=error,
-                  failure=Failure(kind, error, "the fix"))
+    return make_report(error=error,
+                       failure=Failure(kind, error, "the fix"))
 
 
 @pytest.mark.parametrize("kind, code", [("stage", ExitCode.STAGE_FAILED), ("user_target", ExitCode.USAGE_ERROR),
@@ -108,6 +108,7 @@ def test_a_report_saved_before_failures_were_typed_reads_as_it_did(tmp_path, cap
     assert got == 0, err
 
 
+@pytest.mark.torch
 def test_a_failed_capture_is_a_report_with_a_typed_failure(tmp_path):
     # a --backend of the user's that raises: kind user_target (exit 2), not a failed compiler stage
     backend = tmp_path / "bad_backend.py"
@@ -126,8 +127,8 @@ def test_a_failed_log_ends_with_its_failure_even_under_strict(tmp_path, monkeypa
 
     log = tmp_path / "dedicated_log_torch_trace_x.log"
     log.write_text("")
-    failed = Report(torch_version="2.13.0", device="cpu", target=Target(kind="torch_trace", path=str(log)),
-                    error="inductor stage failed: boom", parse=ParseHealth(lines_not_understood=2))
+    failed = make_report(target=Target(kind="torch_trace", path=str(log)),
+                         error="inductor stage failed: boom", parse=ParseHealth(lines_not_understood=2))
     monkeypatch.setattr(torchtrace, "read", lambda file, rank=None, jobs=None: failed)
     got, _, err = cli(capsys, "trace", str(log), "--strict", "--stage", "summary")
     assert got == ExitCode.STAGE_FAILED, err

@@ -113,6 +113,7 @@ def test_python_range_loop_specializes_at_its_line_and_advice_never_says_mark_dy
     assert spec is not None and not spec.mark_dynamic and "shapes_loop.py:12" in spec.blocked
 
 
+@pytest.mark.torch
 def test_shape_dependent_branch():
     import runpy
 
@@ -140,6 +141,7 @@ def test_item_makes_an_unbacked_symbol_at_its_line():
     assert any(g.expression.startswith(u.symbol) for g in rep.shapes.guards)
 
 
+@pytest.mark.torch
 def test_mark_dynamic_violation_names_the_line_that_forced_the_equality():
     import runpy
 
@@ -267,7 +269,7 @@ def _saved(loop_run, tmp_path) -> Path:
 def test_cli_shapes_from_a_saved_report_table_yaml_and_html(loop_run, tmp_path, capsys):
     import yaml
 
-    from conftest import cli
+    from helpers import cli
     from tcinspect.render.html import render
 
     saved = _saved(loop_run, tmp_path)
@@ -284,7 +286,7 @@ def test_cli_shapes_from_a_saved_report_table_yaml_and_html(loop_run, tmp_path, 
 
 
 def test_verify_spec_needs_a_model_file(loop_run, tmp_path, capsys):
-    from conftest import cli
+    from helpers import cli
 
     code, out, err = cli(capsys, "shapes", str(_saved(loop_run, tmp_path)), "--verify-spec")
     assert code == 2 and err.count("\n") == 1 and "--verify-spec needs a model file" in err and not out
@@ -293,7 +295,7 @@ def test_verify_spec_needs_a_model_file(loop_run, tmp_path, capsys):
 def test_check_specializations_junit_and_baseline(loop_run, tmp_path, capsys):
     import xml.etree.ElementTree as ET
 
-    from conftest import cli
+    from helpers import cli
 
     saved = _saved(loop_run, tmp_path)
     junit = tmp_path / "junit.xml"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from tcinspect import serialize
 from tcinspect.parse import logfiles, torchtrace
 from tcinspect.report import Report

@@ -1,0 +1,78 @@
+"""What the test modules share besides fixtures: paths, the CLI runners, the wrapper oracle, one report
+builder and one render-to-text helper. No torch at import (the torch-free layer imports this module);
+fixtures and hooks stay in conftest.py."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_models"
+DATA = Path(__file__).resolve().parent / "data"
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: int = 600):
+    """Run the real CLI in a subprocess; returns CompletedProcess with text output."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "tcinspect", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd or ROOT, timeout=timeout)
+
+
+def cli(capsys, *args):
+    """Run the CLI in-process through its error boundary: (exit code, stdout, stderr)."""
+    from tcinspect.cli import main
+
+    code = main(list(args))
+    return (code, *capsys.readouterr())
+
+
+def launched(wrapper: str) -> list[str]:
+    """Oracle: the kernels an Inductor wrapper's call() launches, read with plain regexes."""
+    from tcinspect.parse.inductor import _call_body
+
+    names = []
+    for line in _call_body(wrapper):
+        m = (re.match(r"\s*(\w+)\.run\(", line) or re.match(r"\s*(cpp_fused_\w+)\(", line)
+             or re.match(r"\s*(?:\w+ = )?extern_kernels\.(\w+)\(", line)
+             or re.match(r"\s*(?:[\w, ]+ = )?torch\.ops\.([\w.]+)\(", line)
+             or re.match(r"\s*(?:[\w, ]+ = )?(aten\.[\w.]+)\(", line))
+        if m:
+            names.append(m.group(1))
+    return names
+
+
+def make_report(**fields: Any):
+    """A report built by hand: torch 2.13.0 on the CPU, the model file m.py, then ``fields`` (any Report field,
+    ``torch_version``, ``device`` and ``target`` included) over those."""
+    from tcinspect.report import Report, Target
+
+    base: dict[str, Any] = {"torch_version": "2.13.0", "device": "cpu", "target": Target(kind="model", path="m.py")}
+    return Report(**{**base, **fields})
+
+
+def render_text(renderable: Any, width: int = 160) -> str:
+    """What a Rich renderable prints at ``width`` columns, as plain text (no colour, no markup, no highlighting)."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, markup=False,
+                      soft_wrap=False)
+    console.print(renderable)
+    out = console.file
+    assert isinstance(out, io.StringIO)
+    return out.getvalue()
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU. Imports torch: name it in a ``skipif`` as the string ``"cuda_available()"``
+    (with ``cuda_available`` imported into the module), which pytest evaluates only for a test it runs."""
+    import torch
+
+    return torch.cuda.is_available()
