@@ -242,8 +242,11 @@ def _warm_hit_keeps_provenance(tmp_path):
         assert p[2] == provenance.INFERRED or set(p[3]) <= nodes
     # without tcinspect's record of the cold compile, the user's untracked entries state nothing: every
     # kernel is marked inferred, never guessed
-    for f in (tmp_path / "inductor" / provenance.STORE_FOLDER).iterdir():
+    from tcinspect.capturing import records
+
+    for f in records.store_dir("provenance").iterdir():
         f.unlink()
+    records.forget_in_process()
     warm2 = engine.capture(model, x, quiet=True)
     marks = {(o.part, k.provenance) for o in warm2.stages.inductor.outputs for k in o.kernels}
     assert marks == {("forward", provenance.INFERRED), ("backward", provenance.INFERRED)}

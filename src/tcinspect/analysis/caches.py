@@ -137,8 +137,11 @@ def bypass_site(rep: Report, t: CompileTiming, c: CacheLookup) -> str:
         for n in g.graph.nodes:
             target = str(n.target)
             short = target.rsplit(".", 1)[-1]
+            # torch names the op as "Function name: f", "<function f at ...>" or, for a higher-order op it
+            # does not cache (codecache.CacheabilityValidator, 2.13-2.15), "HigherOrderOperator: cond"
             if n.op.startswith("call") and short and (f"Function name: {short}" in c.reason or
-                                                     f"<function {short} " in c.reason):
+                                                     f"<function {short} " in c.reason or
+                                                     c.reason.endswith(f"HigherOrderOperator: {short}")):
                 where = f"{n.source.file}:{n.source.line}" if n.source is not None else ""
                 return f"{where} ({n.name}: {target})" if where else f"{n.name}: {target}"
     return ""
