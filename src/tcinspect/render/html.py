@@ -692,5 +692,5 @@ def _caches(rep: Report) -> str:
     meta += f" · a warm start would save {saves:.2f} s" if saves else ""
     return ('<section id="caches"><h2>Cache look-ups</h2>'
             f'<p class="meta">{_e(meta)}</p><table><thead><tr><th>compile<th>part<th>cache<th>state'
-            "<th>seconds<th>why (torch's reason)<th>changed components<th>key</thead><tbody>"
+            "<th>s saved (hit) / taken (miss)<th>why (torch's reason)<th>changed components<th>key</thead><tbody>"
             + "".join(rows) + "</tbody></table></section>")
