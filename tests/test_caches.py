@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,19 @@ import pytest
 from tcinspect.analysis import caches
 from tcinspect.parse import provenance
 from tcinspect.parse.compile_time import key_components
-from tcinspect.report import CacheKeyComponent, CacheLookup, Graph, Kernel, Node
+from tcinspect.report import (
+    CacheKeyComponent,
+    CacheLookup,
+    CompileMetrics,
+    CompileTime,
+    CompileTiming,
+    Graph,
+    Kernel,
+    Node,
+    RankReport,
+    Report,
+    Target,
+)
 
 MODELS = Path(__file__).parent / "models"
 
@@ -63,6 +76,65 @@ def test_untracked_code_keys_the_record_and_launches_give_handles() -> None:
     assert not st2.malformed  # an untracked entry logs no payload: not a malformed artifact
 
 
+def test_a_renamed_backward_graph_keeps_its_record() -> None:
+    """The same post-grad graph with other node names (an untracked compile's): the record holds node for node."""
+    record = {"kernels": {"cpp_fused_0:1": ["mul_3"]}, "modules": {}, "post_to_pre": {"mul_3": ["mul"]},
+              "launches": [["cpp_fused_0", "cpp_fused_0:1"]],
+              "post_grad": [["x", "", ""], ["mul_3", "torch.ops.aten.mul.Tensor", "(x, x)"]]}
+    st = provenance.Statement()
+    provenance.add_event(st, provenance.OWN, json.dumps(record))
+    k = Kernel(name="cpp_fused_0", kind="cpp", language="cpp", source_nodes=(), aten_ops=(), user_lines=(), launch="")
+    graph = Graph("inductor_post_grad_graph", "", (Node("placeholder", "x"),
+                                                    Node("call_function", "mul", "torch.ops.aten.mul.Tensor", "(x, x)")))
+    (got,) = provenance.apply((k,), st, graph)
+    assert got.provenance == provenance.INDUCTOR and got.source_nodes == ("mul",) and got.dynamo_nodes == ("mul",)
+    # another graph (another argument): not the same graph, the record is not used
+    other = Graph("inductor_post_grad_graph", "", (Node("placeholder", "x"),
+                                                    Node("call_function", "mul", "torch.ops.aten.mul.Tensor", "(x, 2)")))
+    (kept,) = provenance.apply((k,), st, other)
+    assert kept.provenance == provenance.INFERRED
+
+
+def _timing(cid: str, *lookups: CacheLookup) -> CompileTiming:
+    return CompileTiming(cid, "forward", caches=lookups)
+
+
+def test_ranks_that_miss_differently_name_the_component() -> None:
+    from tcinspect.analysis import divergence
+
+    hit = _lookup("hit", gm="a", **{"inductor_config[x]": "b"})
+    miss = _lookup("miss", gm="a", **{"inductor_config[x]": "c"})
+    same_key_miss = replace(hit, state="miss")
+
+    def rank(n: int, aot: str, c: CacheLookup) -> RankReport:
+        return RankReport(rank=n, status="ok", compiles=(CompileMetrics("0/0", aot_autograd_cache=aot),),
+                          compile_time=CompileTime((_timing("0/0", c),)))
+
+    (d,) = divergence.divergences([rank(0, "hit", hit), rank(1, "miss", miss), rank(2, "miss", same_key_miss),
+                                   rank(3, "hit", hit)])
+    assert d.aspect == "cache" and [g.ranks for g in d.groups] == [(0, 3), (1, 2)]
+    assert d.groups[0].value == "AOTAutograd cache hit"  # the ranks that hit: nothing to explain
+    assert "key differs from rank 0's (hit): inductor_config[x]: value-b → value-c" in d.groups[1].value
+    (d,) = divergence.divergences([rank(0, "hit", hit), rank(2, "miss", same_key_miss)])
+    assert "same key as rank 0 (hit); the entry was not in this rank's cache directory" in d.groups[1].value
+
+
+def test_html_shows_each_cache_lookup() -> None:
+    from tcinspect.render import html
+
+    hit = _lookup("hit", gm="a")
+    miss = replace(_lookup("miss", gm="b"), changed=("gm: value-a → value-b",), compared_with="the last run",
+                   cost_s=1.25)
+    bypass = CacheLookup("fx_graph", "backward", "bypass", reason="Can't cache HigherOrderOperator: cond")
+    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="file", path="m.py"),
+                 compile_time=CompileTime((_timing("0/0", hit), _timing("1/0", miss, bypass))))
+    page = html.render(rep)
+    section = page[page.index('<section id="caches">'):]
+    assert "1 bypass · 1 hit · 1 miss · a warm start would save 1.25 s" in section
+    assert "gm: value-a → value-b" in section and "Can&#x27;t cache HigherOrderOperator: cond" in section
+    assert html.render(replace(rep, compile_time=None)).count('id="caches"') == 0
+
+
 # ----------------------------------------------------------------------------- the user's cache, for real
 
 PLAIN = """
@@ -71,7 +143,8 @@ import torch
 from torch._dynamo.utils import counters
 ns = runpy.run_path(sys.argv[1])
 start = time.perf_counter()
-torch.compile(ns["model"])(*ns["example_inputs"]).backward()
+out = torch.compile(ns["model"])(*ns["example_inputs"])
+(out if out.dim() == 0 else out.sum()).backward()
 print(json.dumps({"s": time.perf_counter() - start, "fx": dict(counters["inductor"]),
                   "aot": dict(counters["aot_autograd"])}))
 """
@@ -167,8 +240,166 @@ def test_warm_capture_reports_the_users_hits_with_exact_provenance(gpt2_cache_ru
         return [(k.name, k.provenance, k.source_nodes, k.dynamo_nodes, k.frames)
                 for o in rep.stages.inductor.outputs if o.part == part for k in o.kernels]
 
-    # the forward's kernels, loaded from the entry the user's untracked run saved, keep the provenance
-    # tcinspect recorded when it saw them compiled (the backward's do not yet: see docs/compile-time.md)
-    assert provenance_of(r["warm"], "forward") == provenance_of(r["cold"], "forward")
-    assert provenance_of(r["warm"], "forward")
-    assert all(k[1] == provenance.INDUCTOR for k in provenance_of(r["warm"], "forward"))
+    # the kernels, loaded from the entries the user's untracked run saved, keep the provenance tcinspect
+    # recorded when it saw them compiled: the forward's, and the backward's (whose tracked compile named
+    # its post-grad nodes differently: the record is carried over node for node)
+    for part in ("forward", "backward"):
+        assert provenance_of(r["warm"], part) == provenance_of(r["cold"], part), part
+        assert all(k[1] == provenance.INDUCTOR for k in provenance_of(r["warm"], part)), part
+
+
+# ----------------------------------------------------------------------------- nothing written in the user's cache
+
+
+def _tree(d: Path) -> dict[str, int]:
+    """Every file under a directory: relative path -> size."""
+    return {str(p.relative_to(d)): p.stat().st_size for p in d.rglob("*") if p.is_file()} if d.exists() else {}
+
+
+def _capture_counting(model: Path, cache_dir: Path, monkeypatch) -> tuple:
+    """A tcinspect capture on ``cache_dir`` as the default user (level 0), and torch's counters of the same run."""
+    from torch._dynamo.utils import counters
+    from torch._inductor import config as inductor_config
+
+    from tcinspect.capturing.engine import capture_file
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+    counters.clear()
+    with inductor_config.patch({"trace.provenance_tracking_level": 0}):
+        rep = capture_file(model, quiet=True)
+    return rep, {"fx": dict(counters["inductor"]), "aot": dict(counters["aot_autograd"])}
+
+
+@pytest.mark.slow
+def test_the_users_cache_holds_nothing_tcinspect_wrote(tmp_path, monkeypatch) -> None:
+    from tcinspect.capturing import records
+
+    model = Path(__file__).parent.parent / "sample_models" / "gelu_linear.py"
+    plain_dir, ours = tmp_path / "plain", tmp_path / "ours"
+    # cold: what a plain run writes into a cold cache, against what a tcinspect capture writes into another
+    _plain_run(model, plain_dir)
+    plain = _tree(plain_dir)
+    cold, cold_counters = _capture_counting(model, ours, monkeypatch)
+    after_cold = _tree(ours)
+    assert set(after_cold) <= set(plain), sorted(set(after_cold) - set(plain))
+    assert not [p for p in after_cold if p.startswith(("fxgraph", "aotautograd"))]  # no cache entry
+    assert not [p for p in after_cold if "tcinspect" in p]
+    fx, aot = _torch_counts(cold_counters)
+    assert fx == {"miss": 2} and _counts(cold, "fx_graph") == fx and _counts(cold, "aot_autograd") == aot
+    # tcinspect's records are in its own cache directory, keyed by the code
+    kept = Path(os.environ["TCINSPECT_CACHE_DIR"]) / records.FOLDER
+    assert list((kept / "provenance").glob("*.json")) and list((kept / "memory").glob("*.json"))
+    # warm: the user's run fills the cache; a capture then changes nothing in it
+    _plain_run(model, ours)
+    before = _tree(ours)
+    records.forget_in_process()  # as a new process would: the records come from the disk store
+    warm, warm_counters = _capture_counting(model, ours, monkeypatch)
+    assert _tree(ours) == before
+    fx, aot = _torch_counts(warm_counters)
+    assert fx == {"hit": 2} and _counts(warm, "fx_graph") == fx and _counts(warm, "aot_autograd") == aot
+    # the provenance of the user's own warm entries is found in tcinspect's records, forward and backward
+    marks = {(o.part, k.provenance) for o in warm.stages.inductor.outputs for k in o.kernels}
+    assert marks == {(o.part, k.provenance) for o in cold.stages.inductor.outputs for k in o.kernels}
+
+
+def test_records_left_in_the_users_cache_are_read_never_written(tmp_path, monkeypatch) -> None:
+    from tcinspect.capturing import records
+
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "tc"))
+    inductor = tmp_path / "inductor"
+    legacy = inductor / provenance.STORE_FOLDER
+    legacy.mkdir(parents=True)
+    code = "def call(args):\n    cpp_fused_0(buf0)\n"
+    provenance.remember(legacy, code, {"kernels": {"k": ["add"]}})
+    old = _tree(inductor)
+    records.forget_in_process()
+    store = records.Store("provenance", records.store_dir("provenance"), str(inductor))
+    assert store.recall(code) == {"kernels": {"k": ["add"]}}
+    assert _tree(inductor) == old  # left as it was
+    assert provenance.recall(records.store_dir("provenance"), code) == {"kernels": {"k": ["add"]}}  # migrated
+    store.remember(code + "x", {"a": 1})
+    assert _tree(inductor) == old and (tmp_path / "tc" / ".gitignore").exists()
+    records.forget_in_process()
+
+
+# ----------------------------------------------------------------------------- a bypass, a changed config
+
+
+@pytest.mark.slow
+def test_a_bypass_shows_torchs_reason(tmp_path, monkeypatch) -> None:
+    """torch.cond: Inductor's FX graph cache refuses the graph; the reason is torch's, as torch logs it."""
+    import logging
+
+    from torch._dynamo.utils import counters
+
+    from tcinspect.capturing.engine import capture_file
+
+    said: list[str] = []
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logger = logging.getLogger("torch._inductor.codecache")
+    handler, level = Said(level=logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    try:
+        counters.clear()
+        rep = capture_file(MODELS / "cache_bypass.py")  # not quiet: torch's own log handlers stay on
+        torch_bypasses = counters["inductor"]["fxgraph_cache_bypass"]
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    logged = [m.split("because ", 1)[1].strip("'") for m in said if m.startswith("Bypassing FX Graph Cache")]
+    ours = [c for _, c in caches.lookups(rep.compile_time) if c.cache == "fx_graph"]
+    assert torch_bypasses >= 1 and [c.state for c in ours] == ["bypass"] * torch_bypasses
+    assert [c.reason for c in ours] == logged
+    assert "HigherOrderOperator: cond" in logged[0]
+    (entry,) = [e for e in caches.document(rep) if e["cache"] == "fx_graph"]
+    assert entry["state"] == "bypass" and entry["reason"] == logged[0]
+    assert entry["where"].startswith(str(MODELS / "cache_bypass.py") + ":7")  # the line calling torch.cond
+
+
+@pytest.mark.slow
+def test_a_changed_inductor_config_is_named(tmp_path, monkeypatch, capsys) -> None:
+    """Two runs on one cache, the second with one Inductor config value changed in the model file: its
+    misses name that component, as torch's own key components (compiled_fx_graph_hash) differ."""
+    from torch._inductor import codecache
+    from torch._inductor import config as inductor_config
+
+    from helpers import cli
+
+    keyed: list[list[str]] = []
+    hashed = codecache.compiled_fx_graph_hash
+
+    def recording(*args, **kwargs):
+        key, lines = hashed(*args, **kwargs)
+        keyed.append(list(lines))
+        return key, lines
+
+    monkeypatch.setattr(codecache, "compiled_fx_graph_hash", recording)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    model = tmp_path / "model.py"
+    source = (Path(__file__).parent.parent / "sample_models" / "gelu_linear.py").read_text()
+    model.write_text(source)
+    with inductor_config.patch({"trace.provenance_tracking_level": 0, "size_asserts": inductor_config.size_asserts}):
+        code, _, err = cli(capsys, "compile-time", str(model), "--format", "json")
+        assert code == 0, err
+        first = len(keyed)
+        model.write_text(source + "\ntorch._inductor.config.size_asserts = not torch._inductor.config.size_asserts\n")
+        code, out, err = cli(capsys, "compile-time", str(model), "--format", "json")
+        assert code == 0, err
+    assert first == 2 and len(keyed) == 4  # forward and backward, each run
+
+    def names(lines: list[str]) -> dict[str, str]:
+        return {c.name: c.hash for c in key_components(lines)}
+
+    torch_changed = [sorted(n for n, h in names(after).items() if names(before).get(n) != h)
+                     for before, after in zip(keyed[:2], keyed[2:])]
+    assert torch_changed == [["inductor_config[size_asserts]"]] * 2
+    fx = [e for e in json.loads(out)["cache_lookups"] if e["cache"] == "fx_graph"]
+    assert [e["state"] for e in fx] == ["miss", "miss"]
+    assert [sorted(c.split(":", 1)[0] for c in e["changed"]) for e in fx] == torch_changed
+    assert all("changed since the last run" in e["why"] for e in fx)

@@ -8,62 +8,35 @@ comparison serves ``compile-time``, ``diff``, ``check --expect-warm`` and rank d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any
 
-from tcinspect.report import CacheLookup, CompileTime, CompileTiming, Report
-
-CACHE_TITLES = {"fx_graph": "FX graph cache", "aot_autograd": "AOTAutograd cache", "precompile": "precompile cache"}
-#: at most this many changed components are named in one line (the YAML/JSON has them all)
-SHOWN = 4
-
-#: how much of each component's hash a baseline keeps
-HASH_CHARS = 12
-
-LookupId = tuple[str, str, str]  # compile id, part, cache
-
-
-def lookups(ct: Optional[CompileTime]) -> Iterator[tuple[CompileTiming, CacheLookup]]:
-    """Every cache look-up of a compile time, with the compile it belongs to."""
-    for t in ct.compiles if ct is not None else ():
-        for c in t.caches:
-            yield t, c
-
-
-def lookup_id(t: CompileTiming, c: CacheLookup) -> LookupId:
-    return t.compile_id, c.part or t.part, c.cache
-
-
-def by_id(ct: Optional[CompileTime]) -> dict[LookupId, CacheLookup]:
-    """The look-ups of a run by (compile id, part, cache); the first one where a graph was looked up twice."""
-    out: dict[LookupId, CacheLookup] = {}
-    for t, c in lookups(ct):
-        out.setdefault(lookup_id(t, c), c)
-    return out
-
-
-def _short(value: str, width: int = 60) -> str:
-    value = " ".join(value.split())
-    return value if len(value) <= width else value[: width - 1] + "…"
-
-
-def changed_components(before: CacheLookup, after: CacheLookup) -> tuple[str, ...]:
-    """``name: before → after`` for each key component whose hash differs (added and removed ones too)."""
-    old = {k.name: k for k in before.components}
-    new = {k.name: k for k in after.components}
-    out = []
-    for name, comp in new.items():
-        was = old.get(name)
-        if was is None:
-            out.append(f"{name}: (absent) → {_short(comp.value)}")
-        elif was.hash != comp.hash:
-            if _short(was.value) == _short(comp.value):
-                out.append(f"{name}: {_short(comp.value)} (hash {was.hash[:8]} → {comp.hash[:8]})")
-            else:
-                out.append(f"{name}: {_short(was.value)} → {_short(comp.value)}")
-    out += [f"{name}: {_short(was.value)} → (absent)" for name, was in old.items() if name not in new]
-    return tuple(out)
+# the look-ups compared live below both sides of the pipeline (derived.cachekeys); their names stay here too
+from tcinspect.derived.cachekeys import (
+    CACHE_TITLES as CACHE_TITLES,
+)
+from tcinspect.derived.cachekeys import (
+    HASH_CHARS as HASH_CHARS,
+)
+from tcinspect.derived.cachekeys import (
+    SHOWN as SHOWN,
+)
+from tcinspect.derived.cachekeys import (
+    LookupId as LookupId,
+)
+from tcinspect.derived.cachekeys import (
+    by_id as by_id,
+)
+from tcinspect.derived.cachekeys import (
+    changed_components as changed_components,
+)
+from tcinspect.derived.cachekeys import (
+    lookup_id as lookup_id,
+)
+from tcinspect.derived.cachekeys import (
+    lookups as lookups,
+)
+from tcinspect.report import CacheLookup, CompileTiming, Report
 
 
 def with_changes(rep: Report, previous: Report, compared_with: str) -> Report:
@@ -137,8 +110,11 @@ def bypass_site(rep: Report, t: CompileTiming, c: CacheLookup) -> str:
         for n in g.graph.nodes:
             target = str(n.target)
             short = target.rsplit(".", 1)[-1]
+            # torch names the op as "Function name: f", "<function f at ...>" or, for a higher-order op it
+            # does not cache (codecache.CacheabilityValidator, 2.13-2.15), "HigherOrderOperator: cond"
             if n.op.startswith("call") and short and (f"Function name: {short}" in c.reason or
-                                                     f"<function {short} " in c.reason):
+                                                     f"<function {short} " in c.reason or
+                                                     c.reason.endswith(f"HigherOrderOperator: {short}")):
                 where = f"{n.source.file}:{n.source.line}" if n.source is not None else ""
                 return f"{where} ({n.name}: {target})" if where else f"{n.name}: {target}"
     return ""

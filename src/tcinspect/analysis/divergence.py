@@ -133,3 +133,4 @@ def guards_key(rep: Report) -> Any:
     dyn = rep.stages.dynamo
     return (tuple((g.compile_id, frozenset(guard_key(x) for x in g.guards)) for g in dyn.graphs),
             tuple((r.compile_id, r.reasons) for r in dyn.recompiles))
+

@@ -13,12 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, shapespec, verify
+from tcinspect.capturing import _compat, custom, gpu_timing, memory, modelfile, outputs, records, shapespec, verify
 from tcinspect.errors import DeviceError, ModelFileError, ModelRaisedError, UsageError
 from tcinspect.parse import assemble, cudagraphs, inductor, provenance, roofline, shapes
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events
+from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import InputSetError, Options, Report, Request, Target, Verification, VerifyRequest
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
@@ -40,11 +41,23 @@ class Recorder(logging.Handler):
         self.seconds = 0.0  # spent in emit(): tcinspect's own share of the compile (Report.timings)
         self._wrapper = ""  # the last inductor_output_code, which provenance records are keyed by
         self._mapping = ""  # the last node-mapping artifact (its postToPre goes into the record)
+        self._post_grad = ""  # the last post-grad graph (its node outline goes into the record)
         #: str(id(module)) -> its name in the user's model, so module paths start at the user's root
         self.module_names: dict[str, str] = {}
         self._estimate = ""  # Inductor's last peak estimate, for the output code that follows it
         #: the output code modules Inductor wrote or loaded (tracked ones a miss wrote are removed after)
         self.output_code_files: list[str] = []
+        #: tcinspect's records of what it saw compiled, in its own cache directory (never Inductor's)
+        self._stores: dict[str, records.Store] = {}
+        # resolved now: the model file may change the working directory, and the default is relative to it
+        self._store_dirs = {kind: records.store_dir(kind) for kind in ("provenance", "memory")}
+
+    def store(self, kind: records.Kind) -> records.Store:
+        if kind not in self._stores:
+            # Inductor's cache directory resolves when first needed (--fresh points it elsewhere first),
+            # only to read records earlier versions left there
+            self._stores[kind] = records.Store(kind, self._store_dirs[kind], _compat.inductor_cache_dir())
+        return self._stores[kind]
 
     def emit(self, record: logging.LogRecord) -> None:
         start = time.perf_counter()
@@ -68,6 +81,8 @@ class Recorder(logging.Handler):
             path = event.meta.get("file_path") if isinstance(event.meta, dict) else None
             if isinstance(path, str) and path:
                 self.output_code_files.append(path)
+        elif event.name == "inductor_post_grad_graph":
+            self._post_grad = event.payload
         elif event.name == provenance.NODE_MAPPINGS:
             self._mapping = event.payload
         elif event.name == provenance.STACK_TRACES:
@@ -92,7 +107,7 @@ class Recorder(logging.Handler):
     def _provenance(self, after: ev_mod.Event) -> None:
         """Log tcinspect's record of the graph whose provenance artifacts Inductor just logged."""
         where, record = _compat.provenance_snapshot(self.module_names)
-        store = Path(_compat.inductor_cache_dir()) / provenance.STORE_FOLDER
+        store = self.store("provenance")
         if where == "compile":
             stacks = provenance.json_dict(after.payload)
             if stacks:
@@ -101,9 +116,11 @@ class Recorder(logging.Handler):
             if isinstance(pre, dict) and pre:
                 record["post_to_pre"] = pre
             record["launches"] = [[k.name, k.provenance_key] for k in inductor.parse_output_code(self._wrapper)]
-            provenance.remember(store, self._wrapper, record)
+            if self._post_grad:
+                record["post_grad"] = provenance.outline(parse_graph("inductor_post_grad_graph", self._post_grad))
+            store.remember(self._wrapper, record)
         elif where == "cache_hit":
-            record = provenance.recall(store, self._wrapper) or {}
+            record = store.recall(self._wrapper) or {}
         if record:
             self._add(replace(after, name=provenance.OWN, meta={"name": provenance.OWN, "encoding": "json"},
                               payload=json.dumps(record)))
@@ -116,8 +133,8 @@ class Recorder(logging.Handler):
             frame_compile_id=int(attempt) if attempt.isdigit() else None,
             meta={"name": cudagraphs.SKIP_ARTIFACT, "encoding": "json"},
             payload=json.dumps(cudagraphs.skip_record(message, compile_id, part)), call=self.call))
-    def _memory_store(self) -> Path:
-        return Path(_compat.inductor_cache_dir()) / memory_mod.STORE_FOLDER
+    def _memory_store(self) -> records.Store:
+        return self.store("memory")
 
     def _saved_modules(self, graph: ev_mod.Event) -> None:
         """Log each forward node's module; kept by the graph's text, so an AOTAutograd cache hit (no graph
@@ -125,9 +142,9 @@ class Recorder(logging.Handler):
         modules, note = _compat.saved_modules(self.module_names)
         store = self._memory_store()
         if not note:
-            provenance.remember(store, graph.payload, {"modules": modules})
+            store.remember(graph.payload, {"modules": modules})
         else:
-            kept = provenance.recall(store, graph.payload)
+            kept = store.recall(graph.payload)
             if kept is not None and isinstance(kept.get("modules"), dict):
                 modules, note = kept["modules"], ""
         self._add(replace(graph, name=ev_mod.SAVED_MODULES_ARTIFACT,
@@ -139,9 +156,9 @@ class Recorder(logging.Handler):
         (no scheduling, no estimate) log the kept ones before the code, as a compile would."""
         store = self._memory_store()
         if self._estimate:
-            provenance.remember(store, code.payload, {"estimate": self._estimate})
+            store.remember(code.payload, {"estimate": self._estimate})
         else:
-            kept = provenance.recall(store, code.payload)
+            kept = store.recall(code.payload)
             if kept is not None and isinstance(kept.get("estimate"), str):
                 self._add(replace(code, name=ev_mod.INDUCTOR_MEMORY_ARTIFACT,
                                   meta={"name": ev_mod.INDUCTOR_MEMORY_ARTIFACT, "encoding": "json"},
@@ -149,6 +166,8 @@ class Recorder(logging.Handler):
         self._estimate = ""
 
     def close(self) -> None:
+        for store in self._stores.values():
+            store.prune()
         if self._stream is not None:
             self._stream.close()
             self._stream = None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Optional
 
-from tcinspect.derived import collectives
+from tcinspect.derived import cachekeys, collectives
 from tcinspect.report import OK, Divergence, GraphBreak, OutputCode, RankGroup, RankReport, break_identity
 from tcinspect.vocabulary import outcome
 
@@ -56,6 +56,7 @@ def divergences(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
     if d is not None:
         out.append(d)
     out = [_describe_collectives(d, views) if d.aspect == "collectives" else d for d in out]
+    out = [_describe_cache(d, views) if d.aspect == "cache" else d for d in out]
     if not any(d.aspect == "guards" for d in out):
         return tuple(out)
     return tuple(_describe_guards(d, views) if d.aspect == "guards" else d for d in out)
@@ -242,3 +243,38 @@ def _describe_guards(d: Divergence, views: Sequence[_RankView]) -> Divergence:
                                           if own else "")
         groups.append(RankGroup(g.ranks, _clip(text, 160)))
     return Divergence(d.compile_id, d.aspect, tuple(groups))
+
+
+def _describe_cache(d: Divergence, views: Sequence[_RankView]) -> Divergence:
+    """Each group's cache misses with the key components that differ from another group's look-up of the
+    same graph: why one rank missed where another hit (or missed with another key)."""
+    by_rank = {v.rank.rank: v for v in views}
+
+    def own(g: RankGroup) -> dict[Any, Any]:
+        ct = by_rank[g.ranks[0]].rank.compile_time
+        return {k: c for k, c in cachekeys.by_id(ct).items() if k[0] == d.compile_id}
+
+    looked = [own(g) for g in d.groups]
+    groups = []
+    for i, g in enumerate(d.groups):
+        notes = []
+        others = [(d.groups[j], looked[j]) for j in range(len(d.groups)) if j != i]
+        for key, c in looked[i].items():
+            if c.state != "miss":
+                continue
+            other = next(((o, ls[key]) for o, ls in others if key in ls), None)
+            if other is None:
+                continue
+            o, was = other
+            title = f"{key[1]} {cachekeys.CACHE_TITLES.get(key[2], key[2])} miss"
+            if c.key and was.key and c.key == was.key:
+                notes.append(f"{title}: same key as rank {o.ranks[0]} ({was.state}); the entry was not in this "
+                             "rank's cache directory")
+            elif c.key and was.key:
+                changes = cachekeys.changed_components(was, c)
+                shown = "; ".join(changes[:cachekeys.SHOWN]) + (
+                    f" (+{len(changes) - cachekeys.SHOWN} more)" if len(changes) > cachekeys.SHOWN else "")
+                notes.append(f"{title}: key differs from rank {o.ranks[0]}'s ({was.state}): "
+                             + (shown or "no component listed"))
+        groups.append(replace(g, value=g.value + "".join(f"; {n}" for n in notes)) if notes else g)
+    return replace(d, groups=tuple(groups))

@@ -49,8 +49,8 @@ VIEW_OPS = frozenset({
     "_reshape_alias", "unbind", "split", "split_with_sizes", "chunk", "numpy_T", "mT", "mH", "adjoint",
     "view_as", "expand_as", "movedim", "_conj", "_neg_view", "real", "imag", "_nested_view_from_buffer",
 })
-#: tcinspect's records of module paths and Inductor's estimates, kept in Inductor's cache directory (as
-#: provenance's are) so that a warm compile reports what the cold one did
+#: where earlier versions kept tcinspect's records of module paths and Inductor's estimates, inside
+#: Inductor's cache directory (read only now: capturing/records.py keeps them in tcinspect's own)
 STORE_FOLDER = "tcinspect-memory"
 _MARKER = re.compile(r"_(?:modules|parameters|buffers)_")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")

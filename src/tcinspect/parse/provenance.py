@@ -48,6 +48,9 @@ class Statement:
     #: (kernel name, "name:handle") of each launch in order, from tcinspect's record of the tracked code:
     #: the handles of the same code loaded from an entry the user's untracked run saved (no handle comments)
     launches: list[tuple[str, str]] = field(default_factory=list)
+    #: (name, target, args) of each node of the post-grad graph tcinspect saw compiled, in order: the nodes of
+    #: the same graph loaded from an untracked entry can carry other names (tcinspect's record, ``post_grad``)
+    post_grad: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -114,6 +117,10 @@ def add_event(st: Statement, name: str, payload: str) -> None:
         if isinstance(launches, list):
             st.launches = [(str(x[0]), str(x[1])) for x in launches
                            if isinstance(x, list) and len(x) == 2 and all(isinstance(v, str) for v in x)]
+        outline = data.get("post_grad", [])
+        if isinstance(outline, list):
+            st.post_grad = [(x[0], x[1], x[2]) for x in outline
+                            if isinstance(x, list) and len(x) == 3 and all(isinstance(v, str) for v in x)]
 
 
 def unreadable(events: Iterable[Any]) -> dict[str, int]:
@@ -141,9 +148,41 @@ def _aten(target: str) -> str:
     return ".".join(parts[:2]) if len(parts) >= 2 else target
 
 
+def outline(graph: Graph) -> list[list[str]]:
+    """[name, target, args] of each node of a graph, in order: what ``renamed`` compares."""
+    return [[n.name, n.target, n.args] for n in graph.nodes]
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _shape(nodes: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    # each node's target and arguments with every node name replaced by the node's position
+    where = {name: i for i, (name, _, _) in enumerate(nodes)}
+    return [(target, _NAME.sub(lambda m: f"%{where[m.group(0)]}" if m.group(0) in where else m.group(0), args))
+            for _, target, args in nodes]
+
+
+def renamed(st: Statement, post_grad: Graph) -> Statement:
+    """``st`` with the recorded graph's node names replaced by ``post_grad``'s, where the two are the same
+    graph: node for node the same target on the same arguments, in the same order. Inductor's backward
+    compile can number its nodes differently with tracking on (the joint graph's names) than the user's
+    untracked compile of the same graph; only the names differ, so the record holds node for node."""
+    current = [(n.name, n.target, n.args) for n in post_grad.nodes]
+    if not st.post_grad or len(st.post_grad) != len(current) or \
+            all(a[0] == b[0] for a, b in zip(st.post_grad, current)) or _shape(st.post_grad) != _shape(current):
+        return st
+    to = {a[0]: b[0] for a, b in zip(st.post_grad, current)}
+    return replace(st, kernels={k: [to.get(n, n) for n in v] for k, v in st.kernels.items()},
+                   post_to_pre={to.get(k, k): v for k, v in st.post_to_pre.items()},
+                   modules={to.get(k, k): v for k, v in st.modules.items()}, post_grad=current)
+
+
 def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]) -> tuple[Kernel, ...]:
     """Each kernel with its stated provenance, or marked inferred where Inductor stated none."""
     order = {n.name: i for i, n in enumerate(post_grad.nodes)} if post_grad is not None else {}
+    if post_grad is not None and st.launches and not any(k.provenance_key for k in kernels):
+        st = renamed(st, post_grad)
     if st.launches and order and not any(k.provenance_key for k in kernels) and len(st.launches) == len(kernels) \
             and all(name == k.name for (name, _), k in zip(st.launches, kernels)) \
             and all(n in order for _, key in st.launches for n in st.kernels.get(key, ())):
@@ -179,10 +218,10 @@ def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]
 #
 # An FX graph cache hit logs the node mapping and stack traces saved with the cache entry, and a
 # backward's saved mapping holds no kernels. tcinspect keeps its own record of each graph it saw
-# compiled, keyed by the output code's hash, in a folder of its own inside Inductor's cache directory
-# (so a record lives exactly as long as the cache it describes), and reads it back when the same code
-# comes from the cache.
+# compiled, keyed by the output code's hash, in tcinspect's cache directory (capturing/records.py), and
+# reads it back when the same code comes from the cache.
 
+#: the folder inside Inductor's cache directory where earlier versions kept these records (read only now)
 STORE_FOLDER = "tcinspect-provenance"
 
 
@@ -203,7 +242,7 @@ def _code_only(wrapper: str) -> str:
     return "".join(line for line in wrapper.splitlines(keepends=True) if not line.lstrip().startswith("#"))
 
 
-def _store_key(wrapper: str) -> str:
+def store_key(wrapper: str) -> str:
     # keyed by the code as the user's (untracked) run writes it, so a record of tcinspect's tracked
     # compile serves the entry the user's own run saved for the same graph
     return hashlib.sha256(_code_only(wrapper).encode("utf-8", "surrogatepass")).hexdigest()[:40]
@@ -213,14 +252,14 @@ def remember(store: Path, wrapper: str, record: dict[str, Any]) -> None:
     """Keep ``record`` for this output code; an unwritable store only means a warm run infers more."""
     try:
         store.mkdir(parents=True, exist_ok=True)
-        outfile.write(store / f"{_store_key(wrapper)}.json", json.dumps(record, sort_keys=True))
+        outfile.write(store / f"{store_key(wrapper)}.json", json.dumps(record, sort_keys=True))
     except (OSError, TcinspectError):  # e.g. a directory in the way: left as it is
         pass
 
 
 def recall(store: Path, wrapper: str) -> Optional[dict[str, Any]]:
     try:
-        data = json.loads((store / f"{_store_key(wrapper)}.json").read_text(encoding="utf-8"))
+        data = json.loads((store / f"{store_key(wrapper)}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -648,7 +648,8 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep)]
+            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep),
+            _caches(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."
@@ -671,3 +672,30 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
             f"<title>{_e(title)}</title><style>{_CSS}{_pygments_css()}</style></head><body>"
             + "".join(body) + f"<script>{_SCRIPT}</script></body></html>\n")
 
+
+
+def _caches(rep: Report) -> str:
+    """Every compile-cache look-up: hit, miss or bypass, torch's reason, the key components that changed."""
+    from tcinspect.analysis import caches
+
+    found = list(caches.lookups(rep.compile_time))
+    if not found:
+        return ""
+    counts: dict[str, int] = {}
+    rows = []
+    for t, c in found:
+        counts[c.state] = counts.get(c.state, 0) + 1
+        why = caches.explanation(c)
+        where = caches.bypass_site(rep, t, c) if c.state == "bypass" else ""
+        changed = "<br>".join(_e(x) for x in c.changed)
+        seconds = c.saved_s if c.state == "hit" else c.cost_s
+        rows.append(f"<tr><td>{_e(t.compile_id)}<td>{_e(c.part or t.part)}<td>{_e(caches.CACHE_TITLES.get(c.cache, c.cache))}"
+                    f"<td>{_e(c.state)}<td class=num>{f'{seconds:.3f}' if seconds else ''}<td>{_e(why)}"
+                    f"{'<br>at ' + _e(where) if where else ''}<td>{changed}<td><code>{_e(c.key[:16])}</code>")
+    saves = caches.warm_start_saves(rep)
+    meta = " · ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    meta += f" · a warm start would save {saves:.2f} s" if saves else ""
+    return ('<section id="caches"><h2>Cache look-ups</h2>'
+            f'<p class="meta">{_e(meta)}</p><table><thead><tr><th>compile<th>part<th>cache<th>state'
+            "<th>s saved (hit) / taken (miss)<th>why (torch's reason)<th>changed components<th>key</thead><tbody>"
+            + "".join(rows) + "</tbody></table></section>")
