@@ -182,7 +182,11 @@ def test_a_directory_is_merged_with_cache_divergence(rank_dir):
     divs = divergence.divergences(rep.ranks)
     assert [(d.compile_id, d.aspect) for d in divs] == [("0/0", "cache")]
     assert [(g.ranks, g.value) for g in divs[0].groups] == [
-        ((0, 1, 2), "AOTAutograd cache miss, FX graph cache forward miss, FX graph cache backward miss"),
+        # the same key as rank 3's hit: the entry was not in the missing ranks' cache directories
+        ((0, 1, 2), "AOTAutograd cache miss, FX graph cache forward miss, FX graph cache backward miss; "
+                    "forward FX graph cache miss: same key as rank 3 (hit); the entry was not in this rank's "
+                    "cache directory; backward FX graph cache miss: same key as rank 3 (hit); the entry was not "
+                    "in this rank's cache directory"),
         ((3,), "AOTAutograd cache miss, FX graph cache forward hit, FX graph cache backward hit")]
     # a cache outcome is shown, but ranks that compiled the same graphs pass `check`
     assert [f.status for f in checks.divergence_findings("m", rep)] == ["ok"]

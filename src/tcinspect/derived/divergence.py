@@ -268,6 +268,8 @@ def _describe_cache(d: Divergence, views: Sequence[_RankView]) -> Divergence:
             o, was = other
             title = f"{key[1]} {cachekeys.CACHE_TITLES.get(key[2], key[2])} miss"
             if c.key and was.key and c.key == was.key:
+                if was.state != "hit":
+                    continue  # both missed the same key: nothing tells them apart
                 notes.append(f"{title}: same key as rank {o.ranks[0]} ({was.state}); the entry was not in this "
                              "rank's cache directory")
             elif c.key and was.key:
