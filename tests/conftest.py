@@ -273,7 +273,7 @@ def _check_slow(item, report) -> None:
     """A warning (``PytestWarning``, in the summary) names a test that compiled with Inductor unmarked."""
     before, now = item.stash.get(_INDUCTOR_BEFORE, None), _inductor_compiles()
     grew = now is not None and (before is None or now[0] != before[0] or (now[1] is not None and now[1] != before[1]))
-    if grew and item.get_closest_marker("slow") is None:
+    if grew and item.get_closest_marker("slow") is None and item.get_closest_marker("gpu") is None:
         item.warn(pytest.PytestWarning(f"{item.nodeid} compiled with Inductor: mark it `slow` (docs/testing.md)"))
 
 

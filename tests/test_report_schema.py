@@ -10,7 +10,6 @@ import json
 from functools import cache
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from tcinspect import serialize
@@ -18,6 +17,8 @@ from tcinspect.cli import main
 from tcinspect.parse import assemble, events, torchtrace
 from tcinspect.report import Report, Target
 from tcinspect.serialize import schema
+
+jsonschema = pytest.importorskip("jsonschema")  # the dev extra installs it
 
 DATA = Path(__file__).resolve().parent / "data"
 TRACES = [*sorted((DATA / "cpu-traces" / "2.13.0").glob("*.jsonl.gz")),
