@@ -209,7 +209,7 @@ BENCH_UNITS = {
 
 def bench_document(rep: Report, sort: str = "time") -> dict[str, Any]:
     """`codegen --bench`'s YAML/JSON: the device, its peaks, every kernel's numbers with units, end to end."""
-    from tcinspect.serialize import _plain
+    from tcinspect.serialize import plain as _plain
 
     b = rep.bench
     assert b is not None

@@ -13,7 +13,5 @@ from tcinspect.serialize.mapping import plain, to_dict
 from tcinspect.serialize.rules import ADDED_TO_SCHEMA_1, OPTIONAL_SECTIONS, STAGE_STATUSES
 from tcinspect.serialize.text import FORMATS, dump_data, dumps, format_for_path, load, loads, write_atomic
 
-_plain = plain  # the name it had before it was public
-
 __all__ = ["ADDED_TO_SCHEMA_1", "FORMATS", "OPTIONAL_SECTIONS", "STAGE_STATUSES", "dump_data", "dumps",
            "format_for_path", "from_dict", "load", "loads", "plain", "to_dict", "write_atomic"]
