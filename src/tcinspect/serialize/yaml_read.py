@@ -54,16 +54,171 @@ def parse(text: str) -> Any:
     lines.pop()  # after the last line break
     if not lines or lines[0][:1] in ("", " ", "-"):
         raise NotOurs
+    if len(_SEEN) + len(_FLOWS) + len(_LINES) + len(_HEADS) > 400_000:
+        _SEEN.clear()
+        _FLOWS.clear()
+        _LINES.clear()
+        _HEADS.clear()
+    try:
+        return _scan(lines)
+    except (_Unusual, NotOurs, IndexError, ValueError):
+        pass  # a line the scan does not know: the recursive reader decides, line by line
     try:
         value, i = _mapping(lines, 0, 0)
     except (IndexError, ValueError) as exc:  # a line cut short, a bad quoted scalar (json's ValueError)
         raise NotOurs from exc
     if i != len(lines):
         raise NotOurs
-    if len(_SEEN) + len(_FLOWS) > 200_000:
-        _SEEN.clear()
-        _FLOWS.clear()
     return value
+
+
+class _Unusual(Exception):
+    """A line ``_scan`` leaves to the recursive reader: in the emitter's style or not, that reader decides."""
+
+
+#: what ``_scan`` knows of a line (kind, indentation, key or item value), by the line's text up to its
+#: first ``": "`` (_HEADS) or, for a line without one, by its whole text (_LINES)
+_HEADS: dict[str, tuple[int, int, Any]] = {}
+_LINES: dict[str, tuple[int, int, Any]] = {}
+#: line kinds: ``key: value``, ``- key: value`` (an item mapping's first key), ``key:`` (a nested collection
+#: follows), ``- key:``, and ``- scalar`` (its value cached with it)
+_KEY, _OPEN, _ITEM_KEY, _ITEM_OPEN, _ITEM = range(5)
+
+
+def _scan(lines: list[str]) -> dict[str, Any]:
+    """The document read in one loop over its lines (the fast path of ``parse``): every line looked up by its
+    text (its indentation and key, known after the first time), every repeated scalar by its text. Reads the
+    emitter's common lines only (plain or simply quoted keys, sequences two spaces below their key, no
+    sequence directly in a sequence); raises _Unusual for any other line, and the recursive reader, which
+    accepts exactly the emitter's style, reads the document instead."""
+    heads, whole = _HEADS, _LINES
+    seen = _SEEN
+    missing = _MISSING
+    root: dict[str, Any] = {}
+    cur: Any = root  # the innermost open collection
+    ind = 0  # the indentation of its keys (a mapping) or dashes (a sequence); -1 right after ``key:``
+    stack: list[tuple[Any, int]] = []  # the collections around it, outermost first
+    opening: Any = None  # after ``key:``: the key whose collection the next line starts
+    outer = 0  # after ``key:``: the indentation of that key
+    n = len(lines)
+    i = 0
+    while i < n:
+        line = lines[i]
+        head, sep, tok = line.partition(": ")
+        found = heads.get(head) if sep else whole.get(line)
+        if found is None:
+            found = _learn(line, head if sep else None)
+        kind, at, key = found
+        if kind == _KEY and at == ind:  # the common line: a key and a scalar in the open mapping
+            value = seen.get(tok, missing)
+            if value is missing:
+                if tok[0] == "|":
+                    value, i = _block(lines, i, tok, ind)
+                    cur[key] = value
+                    continue
+                value = _scalar(tok)
+            cur[key] = value
+            i += 1
+            continue
+        if ind < 0:  # the first line of a key's collection: two spaces deeper, a key or a dash
+            if at != outer + 2:
+                raise _Unusual
+            stack.append((cur, outer))
+            new: Any = [] if kind >= _ITEM_KEY else {}  # a dash starts a sequence
+            cur[opening] = new
+            cur, ind = new, at
+        elif at != ind:
+            while at < ind and stack:
+                cur, ind = stack.pop()
+            if at != ind:
+                raise _Unusual
+        if kind == _ITEM:
+            if cur.__class__ is not list:
+                raise _Unusual
+            if key is missing:  # a scalar not cached with its line: a flow, {}, [], a block
+                if sep:
+                    raise _Unusual
+                tok = line[at + 2:]
+                if tok[0] == "|":
+                    value, i = _block(lines, i, tok, at)
+                    cur.append(value)
+                    continue
+                cur.append(_scalar(tok))
+            else:
+                cur.append(key)
+            i += 1
+            continue
+        if kind in (_ITEM_KEY, _ITEM_OPEN):
+            if cur.__class__ is not list:
+                raise _Unusual
+            item: dict[str, Any] = {}
+            cur.append(item)
+            stack.append((cur, ind))
+            cur, ind = item, at + 2
+        elif cur.__class__ is not dict:
+            raise _Unusual
+        if kind in (_OPEN, _ITEM_OPEN):
+            opening, outer, ind = key, ind, -1
+            i += 1
+            continue
+        value = seen.get(tok, missing)
+        if value is missing:
+            if tok[0] == "|":
+                value, i = _block(lines, i, tok, ind)
+                cur[key] = value
+                continue
+            value = _scalar(tok)
+        cur[key] = value
+        i += 1
+    if ind < 0:
+        raise _Unusual
+    return root
+
+
+def _learn(line: str, head: str | None) -> tuple[int, int, Any]:
+    """What ``_scan`` needs of a line it has not met (``head``: the line up to its first ``": "``), kept for
+    its next occurrence; raises _Unusual for a line ``_scan`` does not read."""
+    text = line if head is None else head
+    at = len(text) - len(text.lstrip(" "))
+    rest = text[at:]
+    dash = rest[:2] == "- "
+    if dash:
+        rest = rest[2:]
+    elif rest[:1] == "-":
+        raise _Unusual  # a lone dash (a sequence in a sequence), or a scalar or key starting with one
+    first = rest[:1]
+    if head is not None:  # ``key: value`` or ``- key: value``
+        if first == '"':
+            if not _whole_quoted(rest):
+                raise _Unusual  # a quoted key holding ": ", or a quoted item holding one
+            key = _quoted(rest)
+        else:
+            key = _plain_key(rest)
+        found = (_ITEM_KEY if dash else _KEY, at, key)
+    elif rest.endswith(":") and first not in ("[", "{", '"') and ":" not in rest[:-1]:  # ``key:``, ``- key:``
+        found = (_ITEM_OPEN if dash else _OPEN, at, _plain_key(rest[:-1]))
+    elif not dash:
+        raise _Unusual
+    elif first in ("[", "{", "|"):  # ``- [a, b]``, ``- {}``, ``- |``: read each time (a list is made anew)
+        return (_ITEM, at, _MISSING)
+    elif (first == '"' and _whole_quoted(rest)) or (first != "" and ":" not in rest):  # ``- scalar``
+        found = (_ITEM, at, _scalar(rest))
+    else:
+        raise _Unusual
+    known = _LINES if head is None else _HEADS
+    if len(known) < 200_000:
+        known[text] = found
+    return found
+
+
+def _plain_key(tok: str) -> str:
+    key = _KEYS.get(tok)
+    return _word(tok) if key is None else key
+
+
+def _whole_quoted(tok: str) -> bool:
+    m = _QUOTED.match(tok)
+    return m is not None and m.end() == len(tok)
 
 
 def _foreign(text: str) -> bool:
