@@ -10,8 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Union
 
-import yaml
-
 from tcinspect import report as model
 from tcinspect.errors import ReportFormatError
 from tcinspect.serialize import floats, json_text, yaml_emit, yaml_read
@@ -88,6 +86,8 @@ def parse_text(text: str, name: str = "report") -> Any:
         return yaml_read.parse(text)
     except yaml_read.NotOurs:
         pass  # hand-edited, or written by another tool: the full YAML parser reads it
+    import yaml  # only here: a report tcinspect wrote is read without it (60 ms of imports)
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return yaml.load(text, Loader=loader)

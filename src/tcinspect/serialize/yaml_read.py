@@ -76,10 +76,10 @@ class _Unusual(Exception):
     """A line ``_scan`` leaves to the recursive reader: in the emitter's style or not, that reader decides."""
 
 
-#: what ``_scan`` knows of a line (kind, indentation, key or item value), by the line's text up to its
-#: first ``": "`` (_HEADS) or, for a line without one, by its whole text (_LINES)
-_HEADS: dict[str, tuple[int, int, Any]] = {}
-_LINES: dict[str, tuple[int, int, Any]] = {}
+#: what ``_scan`` knows of a line (kind, indentation, key, value or _MISSING), by the line's text up to its
+#: first ``": "`` (_HEADS: no value) or by its whole text (_LINES: a line whose scalar is known with it)
+_HEADS: dict[str, tuple[int, int, Any, Any]] = {}
+_LINES: dict[str, tuple[int, int, Any, Any]] = {}
 #: line kinds: ``key: value``, ``- key: value`` (an item mapping's first key), ``key:`` (a nested collection
 #: follows), ``- key:``, and ``- scalar`` (its value cached with it)
 _KEY, _OPEN, _ITEM_KEY, _ITEM_OPEN, _ITEM = range(5)
@@ -102,15 +102,27 @@ def _scan(lines: list[str]) -> dict[str, Any]:
     outer = 0  # after ``key:``: the indentation of that key
     n = len(lines)
     i = 0
+    tok = ""
     while i < n:
         line = lines[i]
-        head, sep, tok = line.partition(": ")
-        found = heads.get(head) if sep else whole.get(line)
+        found = whole.get(line)  # a line met before, its scalar with it (most lines of a large report)
         if found is None:
-            found = _learn(line, head if sep else None)
-        kind, at, key = found
+            head, sep, tok = line.partition(": ")
+            if sep:
+                found = heads.get(head)
+                if found is None:
+                    found = _learn(line, head)
+                value = seen.get(tok, missing)
+                if value is missing and tok[:1] not in ("|", "[", "{", ""):
+                    value = _scalar(tok)
+                if value is not missing:
+                    found = (found[0], found[1], found[2], value)
+                    if len(whole) < 300_000:
+                        whole[line] = found
+            else:
+                found = _learn(line, None)
+        kind, at, key, value = found
         if kind == _KEY and at == ind:  # the common line: a key and a scalar in the open mapping
-            value = seen.get(tok, missing)
             if value is missing:
                 if tok[0] == "|":
                     value, i = _block(lines, i, tok, ind)
@@ -135,17 +147,14 @@ def _scan(lines: list[str]) -> dict[str, Any]:
         if kind == _ITEM:
             if cur.__class__ is not list:
                 raise _Unusual
-            if key is missing:  # a scalar not cached with its line: a flow, {}, [], a block
-                if sep:
-                    raise _Unusual
+            if value is missing:  # a scalar not cached with its line: a flow, {}, [], a block
                 tok = line[at + 2:]
                 if tok[0] == "|":
                     value, i = _block(lines, i, tok, at)
                     cur.append(value)
                     continue
-                cur.append(_scalar(tok))
-            else:
-                cur.append(key)
+                value = _scalar(tok)
+            cur.append(value)
             i += 1
             continue
         if kind in (_ITEM_KEY, _ITEM_OPEN):
@@ -161,7 +170,6 @@ def _scan(lines: list[str]) -> dict[str, Any]:
             opening, outer, ind = key, ind, -1
             i += 1
             continue
-        value = seen.get(tok, missing)
         if value is missing:
             if tok[0] == "|":
                 value, i = _block(lines, i, tok, ind)
@@ -175,7 +183,7 @@ def _scan(lines: list[str]) -> dict[str, Any]:
     return root
 
 
-def _learn(line: str, head: str | None) -> tuple[int, int, Any]:
+def _learn(line: str, head: str | None) -> tuple[int, int, Any, Any]:
     """What ``_scan`` needs of a line it has not met (``head``: the line up to its first ``": "``), kept for
     its next occurrence; raises _Unusual for a line ``_scan`` does not read."""
     text = line if head is None else head
@@ -194,15 +202,15 @@ def _learn(line: str, head: str | None) -> tuple[int, int, Any]:
             key = _quoted(rest)
         else:
             key = _plain_key(rest)
-        found = (_ITEM_KEY if dash else _KEY, at, key)
+        found = (_ITEM_KEY if dash else _KEY, at, key, _MISSING)
     elif rest.endswith(":") and first not in ("[", "{", '"') and ":" not in rest[:-1]:  # ``key:``, ``- key:``
-        found = (_ITEM_OPEN if dash else _OPEN, at, _plain_key(rest[:-1]))
+        found = (_ITEM_OPEN if dash else _OPEN, at, _plain_key(rest[:-1]), _MISSING)
     elif not dash:
         raise _Unusual
     elif first in ("[", "{", "|"):  # ``- [a, b]``, ``- {}``, ``- |``: read each time (a list is made anew)
-        return (_ITEM, at, _MISSING)
+        return (_ITEM, at, None, _MISSING)
     elif (first == '"' and _whole_quoted(rest)) or (first != "" and ":" not in rest):  # ``- scalar``
-        found = (_ITEM, at, _scalar(rest))
+        found = (_ITEM, at, None, _scalar(rest))
     else:
         raise _Unusual
     known = _LINES if head is None else _HEADS
