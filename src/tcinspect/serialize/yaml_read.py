@@ -195,6 +195,7 @@ def _learn(line: str, head: str | None) -> tuple[int, int, Any, Any]:
     elif rest[:1] == "-":
         raise _Unusual  # a lone dash (a sequence in a sequence), or a scalar or key starting with one
     first = rest[:1]
+    found: tuple[int, int, Any, Any]
     if head is not None:  # ``key: value`` or ``- key: value``
         if first == '"':
             if not _whole_quoted(rest):
