@@ -206,3 +206,100 @@ def test_writing_a_distributed_report_imports_no_analysis(tmp_path):
             "print(sorted(m for m in sys.modules if m.startswith(('tcinspect.analysis', 'tcinspect.render', 'torch'))))")
     out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- YAML: the line scan, plain data
+
+
+def _scanned(text: str):
+    """What the line scan (``parse``'s fast path) reads, or None where it leaves the text to the recursive reader."""
+    try:
+        return yaml_read._scan(text.split("\n")[:-1])
+    except (yaml_read._Unusual, yaml_read.NotOurs, IndexError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_the_line_scan_reads_every_recorded_report_itself_as_pyyaml_does(name):
+    for timings in (True, False):
+        text = serialize.dumps(recorded(name), "yaml", timings=timings)
+        got = _scanned(text)
+        assert got is not None and _same(got, yaml.load(text, Loader=LOADER))
+
+
+def test_the_line_scan_reads_a_large_generated_report_as_pyyaml_does():
+    from builders.llm_report import build
+
+    text = serialize.dumps(build(2), "yaml")
+    got = _scanned(text)
+    assert got is not None and _same(got, yaml.load(text, Loader=LOADER))
+    assert _same(_scanned(text), got)  # again, every line now known: the same data
+
+
+#: strings a YAML reader may take for something else: control characters, quotes, colons, leading and trailing
+#: spaces, YAML 1.1's booleans and nulls, numbers in YAML's other notations, unicode, JSON's and YAML's escapes
+_TRICKY = st.one_of(
+    st.text(alphabet=st.sampled_from(list("\x00\x01\x07\x08\t\n\x0b\x0c\r\x1b\x1f\x7f\x85\xa0\u2028\u2029\ufeff"
+                                          "\ufffe'\":#-? ,[]{}|>&*!%@`\\/aZ09é€😀")), max_size=12),
+    st.sampled_from(["null", "Null", "NULL", "~", "yes", "Yes", "YES", "no", "on", "Off", "y", "N", "true", "True",
+                     "false", "1", "-1", "007", "1.5", "-0.0", "1e5", "1.0e+05", "0x1f", "0o17", "1_000", "1:30",
+                     ".nan", ".NaN", ".inf", "-.inf", "+1", "", " ", " a", "a ", "a: b", "a:b", "- a", "-", "[a]",
+                     "{a: 1}", "|", "|-", ">", "&a", "*a", "!t", "%x", "@x", "`x", "a #b", "#", "\\u00e9", "\\",
+                     '"', "'", "\\ud83d\\ude00", "a\n", "\na", "a\n\n", " a\nb", "a\n b\n", "a\r\nb"]),
+)
+_SCALAR = st.one_of(_TRICKY, st.integers(min_value=-2**80, max_value=2**80), st.floats(), st.booleans(), st.none())
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.recursive(
+    _SCALAR,
+    lambda inner: st.lists(inner, max_size=3) | st.lists(_SCALAR, min_size=17, max_size=20)
+    | st.dictionaries(_TRICKY, inner, max_size=4) | st.lists(st.dictionaries(_TRICKY, inner, min_size=1, max_size=3),
+                                                           max_size=3),
+    max_leaves=30))
+def test_tricky_strings_and_numbers_read_back_as_pyyaml_reads_them(value):
+    text = serialize.dump_data({"value": value, "same": value, "items": [{"k": value, "n": 1}, value]}, "yaml")
+    expected = yaml.load(text, Loader=LOADER)
+    assert _same(yaml_read.parse(text), expected)
+    scanned = _scanned(text)
+    assert scanned is None or _same(scanned, expected)
+
+
+def test_a_line_met_again_gives_new_collections_and_the_same_scalars():
+    text = "a: []\nb: {}\nc:\n  - []\n  - x\n  - k: []\nd: []\n"
+    first = yaml_read.parse(text)
+    assert first == {"a": [], "b": {}, "c": [[], "x", {"k": []}], "d": []} and first["a"] is not first["d"]
+    first["a"].append(1)
+    first["c"][2]["k"].append(1)
+    assert yaml_read.parse(text) == {"a": [], "b": {}, "c": [[], "x", {"k": []}], "d": []}
+
+
+@pytest.mark.parametrize(("value", "scanned"), [
+    ({"a": [[{"k": 1}]]}, False),  # a sequence in a sequence: a lone dash
+    ({"k: v": 1}, False),  # a quoted key holding ": "
+    ({"x": {"k: v": {"b": 1}}}, False),  # a quoted key opening a mapping
+    ({"a": ["x: y"] * 17}, True),  # a quoted item holding ": "
+    ({"a": [["p", "q: r"]] * 2}, True),  # a flow holding ": "
+    ({"a": [{"k: v": 1}]}, False),  # an item mapping whose quoted key holds ": "
+])
+def test_lines_the_scan_leaves_are_read_by_the_recursive_reader(value, scanned):
+    text = serialize.dump_data(value, "yaml")
+    assert (_scanned(text) == value) if scanned else (_scanned(text) is None)
+    assert _same(yaml_read.parse(text), yaml.load(text, Loader=LOADER)) and yaml_read.parse(text) == value
+
+
+def _walked(value):
+    """Plain data the way it was made before ``mapping`` generated a function per class: value by value."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _walked(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return [_walked(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_plain_data_of_a_recorded_report_is_what_the_value_by_value_walk_gives(name):
+    rep = recorded(name)
+    assert _same(serialize.plain(rep), _walked(rep))

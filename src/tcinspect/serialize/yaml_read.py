@@ -32,7 +32,7 @@ _FLOAT = re.compile(r"-?[0-9]+\.[0-9]+(?:e[-+][0-9]+)?\Z")
 #: a double-quoted scalar (JSON's escapes), at the start of the text it is matched against
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 #: a \u escape of a surrogate: YAML decodes a pair as two characters, JSON as one
-_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")  # an odd number of backslashes: an escape
 _FLOW_ITEM = re.compile(r'"(?:[^"\\]|\\.)*"|[^",\[\]{} ][^,\[\]{}]*')
 _CONSTANTS: dict[str, Any] = {"null": None, "true": True, "false": False, ".nan": float("nan"),
                               ".inf": float("inf"), "-.inf": float("-inf"), "{}": None, "[]": None}
@@ -112,6 +112,8 @@ def _scan(lines: list[str]) -> dict[str, Any]:
                 found = heads.get(head)
                 if found is None:
                     found = _learn(line, head)
+                    if found[0] == _ITEM:  # ": " inside an item's scalar: read from the dash on, below
+                        tok = ""
                 value = seen.get(tok, missing)
                 if value is missing and tok[:1] not in ("|", "[", "{", ""):
                     value = _scalar(tok)
@@ -197,9 +199,11 @@ def _learn(line: str, head: str | None) -> tuple[int, int, Any, Any]:
     first = rest[:1]
     found: tuple[int, int, Any, Any]
     if head is not None:  # ``key: value`` or ``- key: value``
+        if dash and (first in ("[", "{") or (first == '"' and not _whole_quoted(rest))):
+            return (_ITEM, at, None, _MISSING)  # an item whose flow or quoted scalar holds ": "
         if first == '"':
             if not _whole_quoted(rest):
-                raise _Unusual  # a quoted key holding ": ", or a quoted item holding one
+                raise _Unusual  # a quoted key holding ": "
             key = _quoted(rest)
         else:
             key = _plain_key(rest)
