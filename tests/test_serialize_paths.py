@@ -250,15 +250,18 @@ _TRICKY = st.one_of(
 _SCALAR = st.one_of(_TRICKY, st.integers(min_value=-2**80, max_value=2**80), st.floats(), st.booleans(), st.none())
 
 
+def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:
+    """Lists of scalars (flow, or block from 17 items) and of mappings, and mappings: a list directly in a list
+    is left to the recursive reader (the test below), so it is not made here."""
+    mappings = st.dictionaries(_TRICKY, inner, min_size=1, max_size=3)
+    return st.one_of(st.lists(_SCALAR, max_size=3), st.lists(_SCALAR, min_size=17, max_size=20),
+                     st.dictionaries(_TRICKY, inner, max_size=4), st.lists(mappings, max_size=3))
+
+
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.recursive(
-    _SCALAR,
-    lambda inner: st.lists(inner, max_size=3) | st.lists(_SCALAR, min_size=17, max_size=20)
-    | st.dictionaries(_TRICKY, inner, max_size=4) | st.lists(st.dictionaries(_TRICKY, inner, min_size=1, max_size=3),
-                                                           max_size=3),
-    max_leaves=30))
+@given(st.recursive(_SCALAR, _nested, max_leaves=30))
 def test_tricky_strings_and_numbers_read_back_as_pyyaml_reads_them(value):
-    text = serialize.dump_data({"value": value, "same": value, "items": [{"k": value, "n": 1}, value]}, "yaml")
+    text = serialize.dump_data({"value": value, "same": value, "items": [{"k": value, "n": 1}, {"v": value}]}, "yaml")
     expected = yaml.load(text, Loader=LOADER)
     assert _same(yaml_read.parse(text), expected)
     scanned = _scanned(text)

@@ -210,6 +210,8 @@ def _learn(line: str, head: str | None) -> tuple[int, int, Any, Any]:
         found = (_ITEM_KEY if dash else _KEY, at, key, _MISSING)
     elif rest.endswith(":") and first not in ("[", "{", '"') and ":" not in rest[:-1]:  # ``key:``, ``- key:``
         found = (_ITEM_OPEN if dash else _OPEN, at, _plain_key(rest[:-1]), _MISSING)
+    elif rest.endswith(":") and first == '"' and _whole_quoted(rest[:-1]):  # ``"key":``, ``- "key":``
+        found = (_ITEM_OPEN if dash else _OPEN, at, _quoted(rest[:-1]), _MISSING)
     elif not dash:
         raise _Unusual
     elif first in ("[", "{", "|"):  # ``- [a, b]``, ``- {}``, ``- |``: read each time (a list is made anew)
