@@ -6,8 +6,9 @@ elsewhere (no JSON twin in the cache yet), side by side with their ratio.
 The reports are ``bench/llm_report.py``'s (N Llama-shaped layers, forward and backward): 14 layers give a
 12 MB YAML, 17 layers 15 MB. In process: the best of ``--runs`` (garbage collector off, as ``loads`` runs);
 the first query is ``python -m tcinspect trace REPORT.yaml --stage summary`` in a subprocess with an empty
-cache directory, the best of ``--runs``; "before" runs it with the reader of the emitter's YAML switched off
-(every YAML to PyYAML, as before it existed). No torch.
+cache directory and Python's compiled modules kept (as an installed package has them), the median of
+``--runs``, each mode in turn with the JSON-twin reference query: "before" with every YAML read by PyYAML,
+"recursive" with the emitter's YAML read by its recursive reader alone (the line scan off). No torch.
 
     python bench/serialize_speed.py                  # 14 and 17 layers, 3 runs
     python bench/serialize_speed.py --layers 14 --runs 5
@@ -16,9 +17,11 @@ cache directory, the best of ``--runs``; "before" runs it with the reader of the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,10 +37,12 @@ import llm_report
 from tcinspect import serialize
 from tcinspect.serialize import floats, json_text, yaml_read
 
-#: the first query, with the emitter's reader switched off ("before") or on ("after")
+#: the first query: "before" with every YAML read by PyYAML, "recursive" with the emitter's YAML read by the
+#: recursive reader alone (the line scan off), "after" as tcinspect reads it now
 QUERY = ("import sys\nfrom tcinspect.serialize import yaml_read\n"
-         "def refuse(text):\n    raise yaml_read.NotOurs\n"
+         "def refuse(*args):\n    raise yaml_read.NotOurs\n"
          "if sys.argv[1] == 'before':\n    yaml_read.parse = refuse\n"
+         "if sys.argv[1] == 'recursive':\n    yaml_read._scan = refuse\n"
          "from tcinspect.cli import main\nsys.exit(main(['trace', sys.argv[2], '--stage', 'summary']))\n")
 
 
@@ -52,26 +57,45 @@ def best(fn: Callable[[], Any], runs: int) -> float:
     return min(times)
 
 
-def first_query(path: Path, which: str, runs: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of the query, each the best of ``runs``; the CPU time is user + system from
-    ``os.wait4``. ``which`` "twin": the twin is written first and the query reads it (as every later query
-    does), a reference row: docs/performance.md has its time on an idle machine."""
-    walls, cpus = [], []
-    warm, mode = which == "twin", "after" if which == "twin" else which
+def _env(cache: str, pycache: str) -> dict[str, str]:
+    # as a user runs it: Python's compiled modules kept (an installed package has them), in a folder of their own
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "TCINSPECT_CACHE_DIR": cache, "PYTHONPYCACHEPREFIX": pycache}
+
+
+def _run(path: Path, mode: str, env: dict[str, str]) -> tuple[float, float]:
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", QUERY, mode, str(path)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def first_queries(path: Path, modes: list[str], runs: int, pycache: str) -> dict[str, tuple[list[float], list[float]]]:
+    """mode -> (wall seconds, CPU seconds) of each run, the modes taking turns, so a busy moment falls on all of
+    them alike. A fresh cache directory each time, so the YAML itself is read; mode "twin": the twin is written
+    first and the query reads it (as every later query does), the reference."""
+    got: dict[str, tuple[list[float], list[float]]] = {m: ([], []) for m in modes}
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as cache:  # no twin: the YAML itself is read
-            env = {**os.environ, "TCINSPECT_CACHE_DIR": cache}
-            if warm:  # a first query writes the twin; the one timed reads it
-                subprocess.run([sys.executable, "-c", QUERY, mode, str(path)], env=env, check=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            start = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-c", QUERY, mode, str(path)], env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _, status, usage = os.wait4(proc.pid, 0)
-            walls.append(time.perf_counter() - start)
-            cpus.append(usage.ru_utime + usage.ru_stime)
-            assert os.waitstatus_to_exitcode(status) == 0
-    return min(walls), min(cpus)
+        for mode in modes:
+            with tempfile.TemporaryDirectory() as cache:
+                env = _env(cache, pycache)
+                if mode == "twin":
+                    _run(path, "after", env)
+                wall, cpu = _run(path, "after" if mode == "twin" else mode, env)
+            got[mode][0].append(wall)
+            got[mode][1].append(cpu)
+    return got
+
+
+def _walked(value: Any) -> Any:
+    """Plain data value by value, as ``mapping.plain`` made it before its per-class functions."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _walked(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return [_walked(v) for v in value]
+    return value
 
 
 def measure(layers: int, runs: int) -> None:
@@ -89,6 +113,10 @@ def measure(layers: int, runs: int) -> None:
         ("JSON text, compact (cache entry, twin)", lambda: json_text.stdlib_dumps(data, compact=True),
          lambda: json_text.dumps(data, compact=True, kind=floats.kind(rep))),
         ("YAML text -> plain data", lambda: yaml.load(text, Loader=loader), lambda: yaml_read.parse(text)),
+        ("YAML text -> plain data: the recursive reader → the line scan (and the recursive reader's fallback)",
+         lambda: yaml_read._mapping(text.split("\n")[:-1], 0, 0), lambda: yaml_read.parse(text)),
+        ("report -> plain data (the twin, every `-o`): value by value → generated per class",
+         lambda: _walked(rep), lambda: serialize.to_dict(rep)),
     ]
     for label, before, after in rows:
         b, f = best(before, runs), best(after, runs)
@@ -96,13 +124,27 @@ def measure(layers: int, runs: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "report.yaml"
         path.write_text(text, encoding="utf-8")
-        (bw, bc), (fw, fc) = first_query(path, "before", runs), first_query(path, "after", runs)
-        print(f"| {name} | first query, no twin (`trace REPORT.yaml --stage summary`), wall | {bw:.2f} s | {fw:.2f} s | "
-              f"{bw / fw:.1f}× |", flush=True)
-        print(f"| {name} | … its CPU time (user + system) | {bc:.2f} s | {fc:.2f} s | {bc / fc:.1f}× |", flush=True)
-        tw, tc = first_query(path, "twin", runs)
-        print(f"| {name} | reference: a later query (through the JSON twin), wall · CPU | {tw:.2f} s · {tc:.2f} s | | |",
-              flush=True)
+        pycache = str(Path(d) / "pycache")
+        _run(path, "after", _env(str(Path(d) / "warm"), pycache))  # compiles the modules once
+        load = os.getloadavg()[0]
+        q = first_queries(path, ["before", "recursive", "after", "twin"], runs, pycache)
+        load = max(load, os.getloadavg()[0])
+        med = {m: (statistics.median(w), statistics.median(c)) for m, (w, c) in q.items()}
+        low = {m: (min(w), min(c)) for m, (w, c) in q.items()}
+        for label, before in (("PyYAML", "before"), ("the recursive reader", "recursive")):
+            bw, bc = med[before]
+            fw, fc = med["after"]
+            print(f"| {name} | first query, no twin, wall (median), {label} → now | {bw:.2f} s | {fw:.2f} s | "
+                  f"{bw / fw:.1f}× |", flush=True)
+            print(f"| {name} | … its CPU time (user + system, median) | {bc:.2f} s | {fc:.2f} s | {bc / fc:.1f}× |",
+                  flush=True)
+        tw, tc = med["twin"]
+        print(f"| {name} | reference: a later query (through the JSON twin), wall · CPU (median) | {tw:.2f} s · "
+              f"{tc:.2f} s | | |", flush=True)
+        print(f"| {name} | first query / reference, same run: wall · CPU (median; best of {runs}) | "
+              f"{med['after'][0] / tw:.2f} · {med['after'][1] / tc:.2f} ({low['after'][0] / low['twin'][0]:.2f} · "
+              f"{low['after'][1] / low['twin'][1]:.2f}) | | |", flush=True)
+        print(f"| {name} | load average (1 min) during the queries, at most | {load:.2f} | | |", flush=True)
 
 
 def main() -> None:
