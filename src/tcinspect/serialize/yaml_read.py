@@ -9,6 +9,11 @@ one key or item per line, literal blocks (``|``, ``|-``, ``|+``), flow sequences
 YAML 1.1 loader does; on anything else (a comment, a tab, other indentation, a YAML feature the emitter
 never writes) it raises NotOurs and the caller reads the text with PyYAML, so a hand-edited report is
 read by the full parser. Tests compare the two on every recorded report and on generated data.
+
+Two readers of that subset: ``_scan``, one loop over the lines that looks each line up by its text (most
+lines of a large report repeat one met before: its kind, indentation, key and scalar come at once), for the
+lines the emitter commonly writes; and the recursive reader (``_mapping``), line by line, which reads the
+whole subset and takes over wherever ``_scan`` meets a line it does not read.
 """
 
 from __future__ import annotations
