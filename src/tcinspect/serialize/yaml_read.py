@@ -370,8 +370,8 @@ def _block(lines: list[str], i: int, header: str, parent: int) -> tuple[str, int
                 raise NotOurs  # a line of spaces: YAML's rules for it are not worth repeating here
             break
         i += 1
-    body = [ln[ind:] for ln in lines[start:i]]
-    text = "\n".join(body)
+    # every line starts with the pad or is empty (the loop above): the pad taken off all at once
+    text = "\n".join(lines[start:i])[ind:].replace("\n" + pad, "\n")
     if header == "|+":
         return text + "\n", i
     text = text.rstrip("\n")
