@@ -1417,6 +1417,12 @@ class Request:
     measure_memory: bool = False
 
     def __post_init__(self) -> None:
+        for name, part in (("compile", CompileOptions), ("verify", VerifyRequest), ("export", ExportRequest),
+                           ("bench", BenchRequest)):  # a part given as a word or a flag is a mistake made here
+            value = getattr(self, name)
+            if not isinstance(value, part) and (value is not None or name == "compile"):
+                raise UsageError(f"{name}={value!r} is not a {part.__name__}",
+                                 f"pass {name}={part.__name__}(...), e.g. {_PART_EXAMPLES[name]}")
         for name in ("script_args", "launcher_args", "also_accept"):  # a list (or None) is taken as its tuple
             value = getattr(self, name)
             if isinstance(value, str):
@@ -1463,6 +1469,11 @@ class Request:
         built = _typed(cls, json.loads(text))
         assert isinstance(built, Request)
         return built
+
+
+#: How each part of a Request is spelled, for the fix line of a part given as something else.
+_PART_EXAMPLES = {"compile": "compile=CompileOptions(backend='eager')", "verify": "verify=VerifyRequest(rtol=1e-3)",
+                  "export": "export=ExportRequest(modes=('strict',))", "bench": "bench=BenchRequest(runs=100)"}
 
 
 def _typed(tp: Any, value: Any) -> Any:
