@@ -168,3 +168,13 @@ def test_the_aoti_child_compiles_the_bytes_its_parent_read(tmp_path, monkeypatch
     assert run.ok and run.error == ""
     assert model not in reads  # the file is never read again: the child loads the parent's bytes
     assert children[0]["path"] == str(model) and Path(children[0]["source"]).name == "source.py"
+
+
+def test_options_record_every_compile_option_under_its_own_name():
+    # Options.of / Options.compile copy CompileOptions field by field: a new compile option is one field in each
+    every = CompileOptions(backend="aot_eager", mode="max-autotune", fullgraph=True, dynamic="true", backward=False,
+                           device="cpu", passes=("p.py:f",))
+    assert every != CompileOptions() and all(getattr(every, n) != getattr(CompileOptions(), n)
+                                             for n in CompileOptions.__dataclass_fields__)
+    assert Options.of(every).compile == every
+    assert Options.of(every, bench=BenchRequest(3)).bench_request == BenchRequest(3)

@@ -401,8 +401,8 @@ class Options:
     def of(cls, compile: CompileOptions, verify: Optional[VerifyRequest] = None,
            export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None) -> Options:
         """The record of a capture asked for with these options and requests."""
-        return cls(backend=compile.backend, mode=compile.mode, fullgraph=compile.fullgraph, dynamic=compile.dynamic,
-                   backward=compile.backward, device=compile.device, passes=compile.passes,
+        # every CompileOptions field is recorded under its own name: a new compile option is one field here
+        return cls(**{f.name: getattr(compile, f.name) for f in dataclasses.fields(CompileOptions)},
                    verify=verify is not None, rtol=verify.rtol if verify else None,
                    atol=verify.atol if verify else None,
                    export=export.modes if export else (), dynamic_dims=export.dynamic_dims if export else (),
@@ -411,8 +411,7 @@ class Options:
 
     @property
     def compile(self) -> CompileOptions:
-        return CompileOptions(self.backend, self.mode, self.fullgraph, self.dynamic,  # type: ignore[arg-type]
-                              self.backward, self.device, self.passes)
+        return CompileOptions(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CompileOptions)})
 
     @property
     def verify_request(self) -> Optional[VerifyRequest]:
