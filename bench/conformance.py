@@ -56,7 +56,7 @@ def one(name: str) -> dict:
 
     import conformance as harness
     from tcinspect.capturing.engine import capture, capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     kind, what, backend = CASES[name]
     start = time.perf_counter()
@@ -70,11 +70,11 @@ def one(name: str) -> dict:
 
             truth = harness.ground_truth(make, backend=backend)
             model, inputs, _ = make()
-            rep = capture(model, *inputs, options=Options(backend=backend), quiet=True)
+            rep = capture(model, *inputs, compile=CompileOptions(backend=backend), quiet=True)
         elif kind == "file":
             path = MODELS / what
             truth = harness.ground_truth(lambda: harness.load_model_file(path), backend=backend)
-            rep = capture_file(path, options=Options(backend=backend), quiet=True)
+            rep = capture_file(path, compile=CompileOptions(backend=backend), quiet=True)
         else:
             path = MODELS / what
             truth = harness.script_truth(path)

@@ -69,7 +69,7 @@ def run_case(name: str, events_file: str = "") -> tuple[Any, dict[str, Any]]:
     from torch._dynamo.utils import counters
 
     import tcinspect
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     warnings: list[str] = []
     recordings: Counter[str] = Counter()
@@ -101,8 +101,9 @@ def run_case(name: str, events_file: str = "") -> tuple[Any, dict[str, Any]]:
         os.environ["TCINSPECT_EVENTS_FILE"] = events_file
     try:
         rep = tcinspect.capture(model, *inputs, input_sets=sets,
-                                options=Options(mode="reduce-overhead", device="cuda",
-                                                dynamic="true" if name == "dynamic_sizes" else ""), fresh=True)
+                                compile=CompileOptions(mode="reduce-overhead", device="cuda",
+                                                        dynamic="true" if name == "dynamic_sizes" else ""),
+                                fresh=True)
     finally:
         os.environ.pop("TCINSPECT_EVENTS_FILE", None)
         for lg, (level, propagate) in zip(loggers, saved):

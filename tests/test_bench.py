@@ -19,6 +19,7 @@ from tcinspect.parse.measured import Arg, Launch, Measured
 from tcinspect.render import bench as render
 from tcinspect.render.bench import bench_document
 from tcinspect.report import (
+    CompileOptions,
     EndToEnd,
     InductorStage,
     Kernel,
@@ -373,7 +374,7 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
 
     torch.manual_seed(0)
     x, w = torch.randn(32, 64), torch.randn(64, 16)
-    rep = capture(_mm_relu, x, w, options=Options(backward=False))
+    rep = capture(_mm_relu, x, w, compile=CompileOptions(backward=False))
     assert next(k.name for o in rep.stages.inductor.outputs for k in o.kernels) == "mm"
 
     seen = []

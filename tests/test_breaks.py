@@ -12,7 +12,7 @@ import torch
 from helpers import MODELS, SAMPLES, cli
 from tcinspect.analysis.breaks import breaks_document, distinct_breaks
 from tcinspect.capturing.engine import capture_file
-from tcinspect.report import Options
+from tcinspect.report import CompileOptions
 
 BREAKS = MODELS / "breaks"
 
@@ -49,7 +49,7 @@ def count_break_events():
 def test_each_cause_has_its_type_line_and_fix(name, break_type, fix_words):
     path = BREAKS / f"{name}.py"
     with count_break_events() as events:
-        rep = capture_file(path, options=Options(backend="eager"))
+        rep = capture_file(path, compile=CompileOptions(backend="eager"))
     assert rep.summary.graph_breaks == len(events) >= 1
     first = rep.stages.dynamo.graph_breaks[0]
     assert break_type in first.break_type
@@ -63,7 +63,7 @@ def test_each_cause_has_its_type_line_and_fix(name, break_type, fix_words):
 def test_distinct_breaks_group_repeats():
     # the sample breaks three times in one call; counted once each
     with count_break_events() as events:
-        rep = capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="eager"))
+        rep = capture_file(SAMPLES / "graph_breaks.py", compile=CompileOptions(backend="eager"))
     groups = distinct_breaks(rep)
     assert sum(d.count for d in groups) == len(events) == rep.summary.graph_breaks
     assert len(groups) == rep.summary.distinct_graph_breaks == 3
@@ -78,7 +78,7 @@ def test_definition_differs_from_explain():
     explained = torch._dynamo.explain(ns["model"])(*ns["example_inputs"])
     torch._dynamo.reset()
     with count_break_events() as events:
-        rep = capture_file(BREAKS / "loop_break.py", options=Options(backend="eager"))
+        rep = capture_file(BREAKS / "loop_break.py", compile=CompileOptions(backend="eager"))
     assert explained.graph_break_count == explained.graph_count - 1
     assert rep.summary.graph_breaks == len(events) >= 1
     assert explained.graph_break_count != rep.summary.graph_breaks
@@ -88,7 +88,7 @@ def test_counters_miss_data_dependent_but_we_do_not():
     from torch._dynamo.utils import counters
 
     counters.clear()
-    rep = capture_file(BREAKS / "data_dependent.py", options=Options(backend="eager"))
+    rep = capture_file(BREAKS / "data_dependent.py", compile=CompileOptions(backend="eager"))
     assert sum(counters["graph_break"].values()) == 0
     assert rep.summary.graph_breaks == 1
 

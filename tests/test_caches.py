@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tcinspect.analysis import caches
+from tcinspect.derived import cachekeys
 from tcinspect.parse import provenance
 from tcinspect.parse.compile_time import key_components
 from tcinspect.report import (
@@ -48,9 +49,9 @@ def test_key_components_read_torch_list() -> None:
 
 def test_changed_components_name_the_component() -> None:
     before, after = _lookup("hit", gm="a", **{"inductor_config[x]": "b"}), _lookup("miss", gm="a", **{"inductor_config[x]": "c"})
-    assert caches.changed_components(before, after) == ("inductor_config[x]: value-b → value-c",)
+    assert cachekeys.changed_components(before, after) == ("inductor_config[x]: value-b → value-c",)
     added = _lookup("miss", gm="a", **{"inductor_config[x]": "b", "default_dtype": "z"})
-    assert caches.changed_components(before, added) == ("default_dtype: (absent) → value-z",)
+    assert cachekeys.changed_components(before, added) == ("default_dtype: (absent) → value-z",)
 
 
 def test_explanation_of_an_unchanged_key_says_the_entry_is_absent() -> None:
@@ -160,7 +161,7 @@ def _plain_run(model: Path, cache_dir: Path) -> dict:
 
 def _counts(rep, cache: str) -> dict[str, int]:
     out: dict[str, int] = {}
-    for _, c in caches.lookups(rep.compile_time):
+    for _, c in cachekeys.lookups(rep.compile_time):
         if c.cache == cache:
             out[c.state] = out.get(c.state, 0) + 1
     return out
@@ -353,7 +354,7 @@ def test_a_bypass_shows_torchs_reason(tmp_path, monkeypatch) -> None:
         logger.removeHandler(handler)
         logger.setLevel(level)
     logged = [m.split("because ", 1)[1].strip("'") for m in said if m.startswith("Bypassing FX Graph Cache")]
-    ours = [c for _, c in caches.lookups(rep.compile_time) if c.cache == "fx_graph"]
+    ours = [c for _, c in cachekeys.lookups(rep.compile_time) if c.cache == "fx_graph"]
     assert torch_bypasses >= 1 and [c.state for c in ours] == ["bypass"] * torch_bypasses
     assert [c.reason for c in ours] == logged
     assert "HigherOrderOperator: cond" in logged[0]

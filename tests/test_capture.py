@@ -13,7 +13,7 @@ from helpers import MODELS, SAMPLES, launched
 from tcinspect import serialize
 from tcinspect.capturing.engine import capture, capture_file
 from tcinspect.errors import ModelRaisedError
-from tcinspect.report import FAILED, NOT_RUN, OK, Options
+from tcinspect.report import FAILED, NOT_RUN, OK, CompileOptions
 
 
 def content(rep):
@@ -102,9 +102,9 @@ def test_two_captures_in_one_process_are_identical_and_clean():
     trace_logger = logging.getLogger("torch.__trace")
     handlers_before = list(trace_logger.handlers)
     config_before = torch._dynamo.config.get_config_copy()
-    opts = Options(backend="aot_eager")
-    a = capture_file(SAMPLES / "tiny.py", options=opts)
-    b = capture_file(SAMPLES / "tiny.py", options=opts)
+    opts = CompileOptions(backend="aot_eager")
+    a = capture_file(SAMPLES / "tiny.py", compile=opts)
+    b = capture_file(SAMPLES / "tiny.py", compile=opts)
     assert content(a) == content(b)
     assert trace_logger.handlers == handlers_before
     assert torch._dynamo.config.get_config_copy() == config_before
@@ -112,7 +112,8 @@ def test_two_captures_in_one_process_are_identical_and_clean():
 
 def test_library_api_capture_on_a_callable():
     lin = torch.nn.Linear(4, 4)
-    rep = capture(lambda x: torch.nn.functional.gelu(lin(x)), torch.randn(2, 4), options=Options(backend="aot_eager"))
+    rep = capture(lambda x: torch.nn.functional.gelu(lin(x)), torch.randn(2, 4),
+                  compile=CompileOptions(backend="aot_eager"))
     assert rep.summary.graphs == 1 and rep.target.kind == "callable"
     assert any("gelu" in n.target for n in rep.stages.dynamo.graphs[0].graph.nodes)
 
@@ -121,7 +122,7 @@ def test_input_sets_record_recompiles():
     def f(x, n):
         return x * n
 
-    rep = capture(f, torch.randn(4), 2, input_sets=[(torch.randn(4), 3)], options=Options(backend="eager"))
+    rep = capture(f, torch.randn(4), 2, input_sets=[(torch.randn(4), 3)], compile=CompileOptions(backend="eager"))
     assert rep.summary.graphs == 2
     assert rep.summary.recompiles == 1
 
@@ -135,12 +136,12 @@ def test_script_mode_records_what_the_script_compiles():
 
 def test_model_that_raises():
     with pytest.raises(ModelRaisedError) as err:
-        capture_file(MODELS / "raises.py", options=Options(backend="eager"))
+        capture_file(MODELS / "raises.py", compile=CompileOptions(backend="eager"))
     assert "raises.py:6" in err.value.cause and "ValueError: boom in forward" in err.value.cause
 
 
 def test_failing_backend_gives_a_partial_report():
-    rep = capture_file(MODELS / "failing_backend.py", options=Options(backend="tcinspect_failing"))
+    rep = capture_file(MODELS / "failing_backend.py", compile=CompileOptions(backend="tcinspect_failing"))
     assert not rep.ok and "lowering failed on purpose" in rep.error
     assert rep.stages.dynamo.status == OK and rep.stages.dynamo.graphs
     assert FAILED in (rep.stages.aot_autograd.status, rep.stages.inductor.status)
@@ -149,7 +150,7 @@ def test_failing_backend_gives_a_partial_report():
 def test_public_api_from_the_package(tmp_path):
     import tcinspect
 
-    rep = tcinspect.capture(lambda x: x.sin() + 1, torch.randn(3), options=Options(backend="eager"))
+    rep = tcinspect.capture(lambda x: x.sin() + 1, torch.randn(3), compile=CompileOptions(backend="eager"))
     path = tmp_path / "r.json"
     serialize.write_atomic(path, serialize.dumps(rep, "json"))
     assert tcinspect.load_report(path) == rep

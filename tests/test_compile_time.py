@@ -392,10 +392,10 @@ def test_restarts_are_attempts_in_the_tree(cache_dir):
     import torch._dynamo.utils as dynamo_utils
 
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     dynamo_utils.clear_compilation_metrics()
-    rep = capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="aot_eager"), quiet=True)
+    rep = capture_file(SAMPLES / "graph_breaks.py", compile=CompileOptions(backend="aot_eager"), quiet=True)
     records = dynamo_utils.get_compilation_metrics()
     _agrees_with_torch(rep, records)
     restarted = {m.compile_id: m for m in records if m.restart_reasons}

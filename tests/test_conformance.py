@@ -144,10 +144,10 @@ def test_kernels_are_the_ones_run_and_get_code_returns(conformance, name):
 def test_verify_passes_stock_gpt2_whose_gradients_differ_by_float32_rounding(inductor_cache):
     from conformance_models import hf
     from tcinspect.capturing.engine import capture
-    from tcinspect.report import Options
+    from tcinspect.report import VerifyRequest
 
     model, inputs = hf.gpt2_wide()
-    v = capture(model, *inputs, options=Options(verify=True)).verification
+    v = capture(model, *inputs, verify=VerifyRequest()).verification
     assert v is not None and v.reference == "float64"
     # Inductor's reduction order moves some gradients past assert_close's float32 tolerances ...
     judged = [c for c in v.tensors if c.fp64_rmse]

@@ -20,7 +20,7 @@ from conformance import break_type_counts, not_in_counter
 from helpers import render_text
 from tcinspect.parse import events, fromevents
 from tcinspect.parse.fxgraph import parse_graph
-from tcinspect.report import Options, Report, Target
+from tcinspect.report import CompileOptions, Options, Report, Target
 
 DATA = Path(__file__).resolve().parent / "data"
 LONGFORMER = DATA / "backend-failure-longformer-torch2.13.0-cpu"
@@ -206,7 +206,7 @@ def test_no_backward_shows_no_backward_kernels_after_an_aot_autograd_cache_hit(c
     from tcinspect.capturing.engine import capture_file
 
     full = conformance("mlp_train", "inductor").report  # forward and backward, now in the AOTAutograd cache
-    rep = capture_file(harness.MODELS / "mlp_train.py", options=Options(backward=False), quiet=True)
+    rep = capture_file(harness.MODELS / "mlp_train.py", compile=CompileOptions(backward=False), quiet=True)
     assert [c.aot_autograd_cache for c in rep.compiles] == ["hit"]
     assert [o.part for o in rep.stages.inductor.outputs] == ["forward"]
     forward = [k.name for o in full.stages.inductor.outputs if o.part == "forward" for k in o.kernels]

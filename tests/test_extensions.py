@@ -89,11 +89,11 @@ def test_report_with_passes_verification_and_exports_round_trips():
 def test_custom_backend_target_records_what_it_was_handed():
     from tcinspect.capturing.custom import load_callable
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import NOT_RUN, OK, Options
+    from tcinspect.report import NOT_RUN, OK, CompileOptions
 
     oracle = load_callable(f"{BACKENDS}:counting_backend", "--backend").__globals__["SEEN"]  # the same module
     oracle.clear()
-    rep = capture_file(SILU, options=Options(backend=f"{BACKENDS}:counting_backend"))
+    rep = capture_file(SILU, compile=CompileOptions(backend=f"{BACKENDS}:counting_backend"))
     assert rep.ok and rep.stages.dynamo.status == OK
     graphs = rep.stages.dynamo.graphs
     assert len(graphs) == len(oracle) == 1  # one graph per backend call
@@ -132,9 +132,9 @@ def test_a_backend_that_raises_is_exit_2_with_the_report_so_far(capsys):
 def test_backend_handing_on_to_inductor_shows_every_stage_and_verifies(inductor_cache):
     """The tutorial's composition: rewrite, then compile_fx. AOT and Inductor stages appear; eager == compiled."""
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import OK, Options
+    from tcinspect.report import OK, CompileOptions, VerifyRequest
 
-    rep = capture_file(SILU, options=Options(backend=f"{SILU}:silu_then_inductor", verify=True))
+    rep = capture_file(SILU, compile=CompileOptions(backend=f"{SILU}:silu_then_inductor"), verify=VerifyRequest())
     assert rep.ok and rep.stages.aot_autograd.status == OK and rep.stages.inductor.status == OK
     (fwd_aot,) = [g.forward for g in rep.stages.aot_autograd.graphs]
     targets = {n.target for n in fwd_aot.nodes}
@@ -149,9 +149,9 @@ def test_backend_handing_on_to_inductor_shows_every_stage_and_verifies(inductor_
 
 def test_silu_pass_on_aot_eager_reports_its_rewrite():
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
-    rep = capture_file(SILU, options=Options(backend="aot_eager", passes=(REWRITE,)))
+    rep = capture_file(SILU, compile=CompileOptions(backend="aot_eager", passes=(REWRITE,)))
     assert rep.ok
     assert [(p.graph, p.lint) for p in rep.passes] == [("forward", "ok"), ("backward", "ok")]
     fwd = rep.passes[0]
@@ -257,9 +257,9 @@ def test_export_aoti_package_matches_eager(capsys, inductor_cache):
 
 def test_custom_op_visibility_on_cpu():
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
-    rep = capture_file(SAMPLES / "custom_ops.py", options=Options(backend="aot_eager"))
+    rep = capture_file(SAMPLES / "custom_ops.py", compile=CompileOptions(backend="aot_eager"))
     ops = {op.name: op.visibility for op in rep.stages.aot_autograd.custom_ops}
     assert ops == {"tcinspect_samples.scaled_tanh": "opaque"}
 

@@ -9,7 +9,7 @@ import torch
 
 from helpers import SAMPLES, launched
 from tcinspect.capturing.engine import capture_file
-from tcinspect.report import OK, Options
+from tcinspect.report import OK, BenchRequest, CompileOptions
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 def test_gpu_kernels_equal_run_and_get_code(sample):
     from torch._inductor.utils import run_and_get_code
 
-    rep = capture_file(SAMPLES / sample, options=Options(device="cuda"))
+    rep = capture_file(SAMPLES / sample, compile=CompileOptions(device="cuda"))
     assert rep.ok and rep.stages.inductor.status == OK and rep.device == "cuda"
     torch._dynamo.reset()
     ns = runpy.run_path(str(SAMPLES / sample))
@@ -53,7 +53,7 @@ def test_lenet_user_triton_kernel_through_every_stage():
 
 
 def test_silu_triton_op_is_transparent():
-    rep = capture_file(SAMPLES / "silu_triton_op.py", options=Options(fullgraph=True))
+    rep = capture_file(SAMPLES / "silu_triton_op.py", compile=CompileOptions(fullgraph=True))
     assert rep.ok and rep.summary.graphs == 1 and rep.summary.graph_breaks == 0
     (aot,) = rep.stages.aot_autograd.graphs
     assert aot.inference is not None
@@ -65,7 +65,7 @@ def test_silu_triton_op_is_transparent():
 
 
 def test_bench_big_pointwise_runs_near_but_not_above_the_copy_roof():
-    rep = capture_file(SAMPLES / "big_pointwise.py", options=Options(device="cuda", bench=50))
+    rep = capture_file(SAMPLES / "big_pointwise.py", compile=CompileOptions(device="cuda"), bench=BenchRequest(runs=50))
     b = rep.bench
     peaks = {p.kind: p for p in b.peaks}
     copy = peaks["copy_bandwidth"].value
@@ -85,7 +85,8 @@ def test_bench_big_pointwise_runs_near_but_not_above_the_copy_roof():
 
 
 def test_bench_times_every_kind_of_kernel_forward_and_backward():
-    rep = capture_file(SAMPLES / "lenet_triton_relu.py", options=Options(device="cuda", bench=20))
+    rep = capture_file(SAMPLES / "lenet_triton_relu.py", compile=CompileOptions(device="cuda"),
+                       bench=BenchRequest(runs=20))
     b = rep.bench
     assert len(b.kernels) == sum(len(o.kernels) for o in rep.stages.inductor.outputs)
     assert [k for k in b.kernels if k.median_us <= 0] == []
@@ -163,7 +164,8 @@ def test_bench_kernel_times_agree_with_the_profiler(monkeypatch):
 
     monkeypatch.setattr(gpu_timing, "time_launch", profiled)
     for sample in ("big_pointwise.py", "transformer_block.py"):
-        rep = capture_file(SAMPLES / sample, options=Options(device="cuda", bench=30, backward=False))
+        rep = capture_file(SAMPLES / sample, compile=CompileOptions(device="cuda", backward=False),
+                           bench=BenchRequest(runs=30))
         assert rep.bench is not None and any(k.median_us > 0 for k in rep.bench.kernels)
         floors.append(rep.bench.launch_overhead_us)
     print("timing overhead subtracted: " + ", ".join(f"{f:.2f} µs" for f in floors))

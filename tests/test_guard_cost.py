@@ -20,6 +20,7 @@ from tcinspect.parse.guardcost import lambda_guards, printed_latency
 from tcinspect.report import (
     CallCost,
     CompileGuardCost,
+    CompileOptions,
     DynamoGraph,
     DynamoStage,
     FrameCacheEntries,
@@ -66,7 +67,7 @@ def gpt2_runs(tmp_path_factory):
         os.environ[percall.TRACE_ENV] = str(trace)
         dynamo_utils.clear_compilation_metrics()
         try:
-            rep = capture(model, ids, options=Options(backend="eager", backward=False, per_call=RUNS))
+            rep = capture(model, ids, compile=CompileOptions(backend="eager", backward=False), per_call=RUNS)
         finally:
             os.environ.pop(percall.TRACE_ENV, None)
         metrics = dynamo_utils.get_compilation_metrics()

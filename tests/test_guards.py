@@ -14,7 +14,7 @@ from tcinspect.analysis.guards import guard_checks, guards_document
 from tcinspect.capturing.engine import capture_file
 from tcinspect.cli import main
 from tcinspect.parse.guards import suggest_recompile_fix
-from tcinspect.report import Options
+from tcinspect.report import CompileOptions
 
 
 def oracle(sample: str, dynamic=None):
@@ -47,7 +47,7 @@ def oracle(sample: str, dynamic=None):
 
 
 def test_scalar_recompile_names_the_guard_and_the_input_set():
-    rep = capture_file(SAMPLES / "recompile_scalar.py", options=Options(backend="eager"))
+    rep = capture_file(SAMPLES / "recompile_scalar.py", compile=CompileOptions(backend="eager"))
     graphs, messages = oracle("recompile_scalar.py")
     assert rep.summary.graphs == len(graphs) == 2
     assert rep.summary.recompiles == len(messages) == 1
@@ -61,7 +61,7 @@ def test_scalar_recompile_names_the_guard_and_the_input_set():
 
 
 def test_recompile_limit_is_detected():
-    rep = capture_file(SAMPLES / "recompile_limit.py", options=Options(backend="eager", dynamic="false"))
+    rep = capture_file(SAMPLES / "recompile_limit.py", compile=CompileOptions(backend="eager", dynamic="false"))
     graphs, _messages = oracle("recompile_limit.py", dynamic=False)
     assert rep.ok
     assert rep.summary.graphs == len(graphs) == 8
@@ -71,7 +71,7 @@ def test_recompile_limit_is_detected():
 
 
 def test_automatic_dynamic_stops_the_recompiles():
-    rep = capture_file(SAMPLES / "recompile_limit.py", options=Options(backend="eager"))
+    rep = capture_file(SAMPLES / "recompile_limit.py", compile=CompileOptions(backend="eager"))
     graphs, messages = oracle("recompile_limit.py")
     assert rep.summary.graphs == len(graphs) == 2
     assert rep.summary.recompiles == len(messages) == 1
@@ -81,7 +81,7 @@ def test_automatic_dynamic_stops_the_recompiles():
 @pytest.mark.parametrize("dynamic,graphs,recompiles", [("false", 8, 8), ("true", 1, 0)])
 def test_dynamic_changes_guards_and_recompiles(dynamic, graphs, recompiles):
     # ten shapes: static compiles a graph per shape until the recompile limit (8); dynamic, one graph
-    rep = capture_file(SAMPLES / "layer_norm_shapes.py", options=Options(backend="eager", dynamic=dynamic))
+    rep = capture_file(SAMPLES / "layer_norm_shapes.py", compile=CompileOptions(backend="eager", dynamic=dynamic))
     counted, _messages = oracle("layer_norm_shapes.py", dynamic=dynamic == "true")
     assert rep.summary.graphs == len(counted) == graphs
     assert rep.summary.recompiles == recompiles
@@ -96,7 +96,7 @@ def test_dynamic_changes_guards_and_recompiles(dynamic, graphs, recompiles):
 
 
 def test_tensor_match_is_split_into_dtype_device_shape():
-    rep = capture_file(SAMPLES / "recompile_scalar.py", options=Options(backend="eager"))
+    rep = capture_file(SAMPLES / "recompile_scalar.py", compile=CompileOptions(backend="eager"))
     tm = next(x for x in rep.stages.dynamo.graphs[0].guards if x.guard_type == "TENSOR_MATCH")
     checks = dict(guard_checks(tm))
     assert checks["dtype"] == "L['x'].dtype == torch.float32"
@@ -108,7 +108,7 @@ def test_an_input_set_that_raises_is_reported_against_it(tmp_path):
     model = tmp_path / "m.py"
     model.write_text("import torch\n\ndef model(x):\n    return x.sin()\n\n"
                      "example_inputs = (torch.randn(4),)\ninput_sets = [('not a tensor',), (torch.randn(4),)]\n")
-    rep = capture_file(model, options=Options(backend="eager"))
+    rep = capture_file(model, compile=CompileOptions(backend="eager"))
     assert [e.input_set for e in rep.input_errors] == [1]
     assert rep.calls == 3 and "AttributeError" in rep.input_errors[0].error
 
@@ -133,7 +133,7 @@ def test_input_sets_not_a_list_is_exit_2(capsys, tmp_path):
 
 def test_a_global_state_recompile_names_the_setting_that_changed():
     """The global-state guard names its fields: allow_tf32 up to torch 2.14, cuda_matmul_precision from 2.15."""
-    rep = capture_file(MODELS / "matmul_precision.py", options=Options(backend="eager"))
+    rep = capture_file(MODELS / "matmul_precision.py", compile=CompileOptions(backend="eager"))
     (recompile,) = rep.stages.dynamo.recompiles
     (reason,) = recompile.reasons
     assert reason.startswith("0/0: GLOBAL_STATE changed: ")

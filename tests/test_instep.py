@@ -148,7 +148,7 @@ def _model(name):
 def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
     from tcinspect.capturing import engine
     from tcinspect.parse import roofline
-    from tcinspect.report import Options
+    from tcinspect.report import BenchRequest, CompileOptions
 
     model, inputs, _ = _model(name)
     seen = {}
@@ -159,7 +159,7 @@ def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
         return real_attach(rep, measured)
 
     monkeypatch.setattr(roofline, "attach", keep)
-    rep = engine.capture(model, *inputs, options=Options(bench=20, device="cuda"), quiet=True)
+    rep = engine.capture(model, *inputs, compile=CompileOptions(device="cuda"), bench=BenchRequest(runs=20), quiet=True)
     assert rep.ok, rep.error
     b = rep.bench
     assert b is not None and b.step is not None
@@ -238,10 +238,11 @@ def test_bench_options_bad_input(args, needle):
 @GPU
 def test_try_mode_times_the_other_mode_beside_the_default():
     from tcinspect.capturing import engine
-    from tcinspect.report import Options
+    from tcinspect.report import BenchRequest, CompileOptions
 
     model, inputs, _ = _model("block")
-    rep = engine.capture(model, *inputs, options=Options(bench=5, device="cuda", try_mode="reduce-overhead"), quiet=True)
+    rep = engine.capture(model, *inputs, compile=CompileOptions(device="cuda"),
+                         bench=BenchRequest(runs=5, try_mode="reduce-overhead"), quiet=True)
     whats = [e.what for e in rep.bench.end_to_end]
     print("end to end:", [(e.what, e.compiled_ms) for e in rep.bench.end_to_end], rep.bench.notes)
     assert "forward, mode=reduce-overhead" in whats and "forward+backward, mode=reduce-overhead" in whats

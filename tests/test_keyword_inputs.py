@@ -9,7 +9,7 @@ import torch
 
 from helpers import MODELS, cli
 from tcinspect.capturing.engine import capture
-from tcinspect.report import Options
+from tcinspect.report import CompileOptions
 
 
 def counting_oracle(model, calls):
@@ -50,7 +50,7 @@ def test_library_capture_takes_keywords_and_input_set_pairs():
     model = torch.nn.Linear(4, 2)
     rep = capture(model, example_kwargs={"input": torch.randn(3, 4)},
                   input_sets=[((), {"input": torch.randn(3, 4)}), {"input": torch.randn(5, 4)}],
-                  options=Options(backend="eager", backward=False))
+                  compile=CompileOptions(backend="eager", backward=False))
     assert rep.ok and rep.calls == 3
     assert rep.summary.graphs == 2  # the third call's new batch size recompiles
 

@@ -126,30 +126,32 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tcinspect.report": ("tcinspect.errors",),  # a Request checks itself when built (UsageError)
     "tcinspect.interrupts": FOUNDATION,
     "tcinspect.vocabulary": ("tcinspect.report",),
+    "tcinspect.plaindata": (),  # report objects as plain data: serialize and analysis both use it
     # what follows from recorded data alone (collectives per graph, divergences between ranks): both sides use it
     "tcinspect.derived": ("tcinspect.report", "tcinspect.vocabulary"),
     "tcinspect.outfile": (*FOUNDATION, "tcinspect.interrupts"),
-    "tcinspect.serialize": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile"),
+    "tcinspect.serialize": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile", "tcinspect.plaindata"),
     "tcinspect.cache": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile", "tcinspect.serialize"),
     # the stages that build a report
     "tcinspect.parse": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived", "tcinspect.outfile"),
     "tcinspect.capturing": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.interrupts",
-                            "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse"),
+                            "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse", "tcinspect.plaindata"),
     # the stages that read one
-    "tcinspect.analysis": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived"),
-    "tcinspect.render": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.serialize",
-                         "tcinspect.analysis"),
+    "tcinspect.analysis": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived",
+                           "tcinspect.plaindata"),
+    "tcinspect.render": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived",
+                         "tcinspect.serialize", "tcinspect.analysis"),
     # on top: a report obtained (saved, cached, read from logs or captured), the library's API, the commands
     "tcinspect.request": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.interrupts",
                           "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
-                          "tcinspect.capturing", "tcinspect.analysis"),
+                          "tcinspect.capturing", "tcinspect.analysis", "tcinspect.plaindata"),
     "tcinspect.assertions": (*FOUNDATION, "tcinspect.report", "tcinspect.capturing", "tcinspect.analysis"),
     "tcinspect.pytest_plugin": ("tcinspect.assertions",),
     "tcinspect": (*FOUNDATION, "tcinspect.report", "tcinspect.serialize", "tcinspect.capturing",
                   "tcinspect.request", "tcinspect.assertions"),
     "tcinspect.cli": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.interrupts",
                       "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
-                      "tcinspect.capturing", "tcinspect.analysis", "tcinspect.render", "tcinspect.request"),
+                      "tcinspect.capturing", "tcinspect.analysis", "tcinspect.render", "tcinspect.request", "tcinspect.plaindata"),
     "tcinspect.__main__": ("tcinspect.cli",),
 }
 
@@ -159,7 +161,7 @@ AGAINST_THE_LAYERS = {
 }
 
 #: Parts that never import torch (or Triton): everything but capturing and what sits on top of it.
-NO_TORCH = ("tcinspect._version", "tcinspect.errors", "tcinspect.report", "tcinspect.interrupts",
+NO_TORCH = ("tcinspect._version", "tcinspect.errors", "tcinspect.report", "tcinspect.plaindata", "tcinspect.interrupts",
             "tcinspect.vocabulary", "tcinspect.derived", "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
             "tcinspect.analysis", "tcinspect.render")
 

@@ -100,9 +100,9 @@ def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name)
     assert [e.note for e in views.estimates(case.report, g)] == [views.WARM_NO_ESTIMATE] * 2  # said, per part
     if name == "mlp_train":  # compiled cold, in a private cache: both graphs' estimates
         from tcinspect.capturing.engine import capture
-        from tcinspect.report import Options
+        from tcinspect.report import CompileOptions
 
-        cold = capture(model, *inputs, options=Options(backend="inductor"), fresh=True, quiet=True)
+        cold = capture(model, *inputs, compile=CompileOptions(backend="inductor"), fresh=True, quiet=True)
         peaks = cold.memory.graphs[0].inductor_peaks
         assert {p.part for p in peaks} == {"forward", "backward"}  # reorder_for_peak_memory's estimates
         assert all(p.chosen > 0 and p.methods[0][0] == "baseline" for p in peaks)
@@ -114,10 +114,10 @@ def test_saved_bytes_equal_what_autograd_saved_under_inductor(conformance, name)
 def test_symbolic_sizes_on_a_dynamic_compile_equal_what_autograd_saved_at_the_hint():
     import conformance as harness
     from tcinspect.capturing.engine import capture
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     model, inputs, _ = harness.load_model_file(harness.MODELS / "mlp_train.py")
-    g = capture(model, *inputs, options=Options(backend="aot_eager", dynamic="true")).memory.graphs[0]
+    g = capture(model, *inputs, compile=CompileOptions(backend="aot_eager", dynamic="true")).memory.graphs[0]
     (symbol, hint), = g.hints
     assert int(hint) == inputs[0].shape[0]  # the batch, traced as a symbol
     assert any(t.bytes_expr.endswith(f"*{symbol}") for t in g.saved)

@@ -17,7 +17,7 @@ import torch
 
 from tcinspect.capturing.engine import capture
 from tcinspect.capturing.outputs import scalar_loss
-from tcinspect.report import Options
+from tcinspect.report import CompileOptions
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -73,7 +73,7 @@ ABSOLUTE_PCT = 5.0
 @pytest.mark.parametrize("mode", ["", "reduce-overhead"])
 def test_llama_step_peaks_match_the_tests_own_measurement(mode):
     model, inputs = _llama()
-    rep = capture(model, *inputs, options=Options(device="cuda", mode=mode, measure_memory=True))
+    rep = capture(model, *inputs, compile=CompileOptions(device="cuda", mode=mode), measure_memory=True)
     assert rep.ok, rep.error
     m = rep.memory.measured
     assert m is not None, rep.memory.not_measured
@@ -115,10 +115,10 @@ def test_a_capture_not_asked_to_measure_runs_no_extra_step_on_the_gpu():
     model, inputs = _llama()
     steps: list[int] = []
     model.model.embed_tokens.weight.register_hook(lambda g: steps.append(1))  # once per backward
-    rep = capture(model, *inputs, options=Options(device="cuda"))
+    rep = capture(model, *inputs, compile=CompileOptions(device="cuda"))
     assert rep.ok and rep.memory.measured is None and rep.memory.not_measured == memory.NOT_ASKED
     assert len(steps) == 1
     steps.clear()
-    rep = capture(model, *inputs, options=Options(device="cuda", measure_memory=True))
+    rep = capture(model, *inputs, compile=CompileOptions(device="cuda"), measure_memory=True)
     assert rep.memory.measured is not None
     assert len(steps) == 1 + 2 * (memory.WARMUP_STEPS + 1)

@@ -12,6 +12,7 @@ from tcinspect import cache, request
 from tcinspect.analysis import checks
 from tcinspect.analysis import memory as views
 from tcinspect.report import (
+    CompileOptions,
     GraphMemory,
     InductorPeak,
     InductorStage,
@@ -132,11 +133,11 @@ def test_a_capture_not_asked_to_measure_runs_the_model_as_often_as_a_plain_run(m
     steps: list[int] = []
     model[0].weight.register_hook(lambda g: steps.append(1))  # once per backward
     x = torch.randn(4, 8)
-    plain = engine.capture(model, x, options=Options(backend="aot_eager"), quiet=True)
+    plain = engine.capture(model, x, compile=CompileOptions(backend="aot_eager"), quiet=True)
     assert plain.ok and len(steps) == 1
     steps.clear()
     monkeypatch.setattr(engine, "_device_of", lambda *a: "cuda")
-    rep = engine.capture(model, x, options=Options(backend="aot_eager"), quiet=True)
+    rep = engine.capture(model, x, compile=CompileOptions(backend="aot_eager"), quiet=True)
     assert rep.ok and rep.device == "cuda" and len(steps) == 1
     assert rep.memory.measured is None and rep.memory.not_measured == memory.NOT_ASKED
 

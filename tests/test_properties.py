@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tcinspect.capturing.custom import load_callable
-from tcinspect.report import Options
+from tcinspect.report import CompileOptions
 
 pytestmark = pytest.mark.torch
 
@@ -43,7 +43,7 @@ def test_counts_match_a_counting_backend(body):
 
     oracle = load_callable(ORACLE, "--backend").__globals__["GRAPHS"]
     oracle.clear()
-    rep = tcinspect.capture(build(body, len(body)), torch.randn(8), options=Options(backend=ORACLE), quiet=True)
+    rep = tcinspect.capture(build(body, len(body)), torch.randn(8), compile=CompileOptions(backend=ORACLE), quiet=True)
     graphs = rep.stages.dynamo.graphs
     assert rep.ok
     assert len(graphs) == len(oracle)  # one report graph per graph the backend was handed

@@ -21,7 +21,6 @@ torch = pytest.importorskip("torch")
 from helpers import make_report  # noqa: E402
 from tcinspect.capturing import engine  # noqa: E402
 from tcinspect.parse import provenance  # noqa: E402
-from tcinspect.report import Options  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +82,7 @@ def observed(monkeypatch):
     def run(model, *inputs):
         _internal.trace_log.addHandler(truth)
         try:
-            rep = engine.capture(model, *inputs, options=Options(), fresh=True, quiet=True)
+            rep = engine.capture(model, *inputs, fresh=True, quiet=True)
         finally:
             _internal.trace_log.removeHandler(truth)
         assert rep.ok, rep.error

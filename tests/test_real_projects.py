@@ -79,7 +79,7 @@ def test_backward_runs_on_every_floating_leaf_of_a_dataclass_output():
 
     from tcinspect.capturing.engine import capture
     from tcinspect.capturing.outputs import named_tensors, scalar_loss
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     @dataclasses.dataclass
     class Out:
@@ -100,7 +100,7 @@ def test_backward_runs_on_every_floating_leaf_of_a_dataclass_output():
     out = Net()(x)
     assert [n for n, _ in named_tensors(out)] == ["output.logits", "output.extras['aux'][0]", "output.ids"]
     torch.testing.assert_close(scalar_loss(out), out.logits.sum() + out.extras["aux"][0].sum())
-    rep = capture(Net(), x, options=Options(backend="aot_eager"))
+    rep = capture(Net(), x, compile=CompileOptions(backend="aot_eager"))
     assert any(g.backward is not None for g in rep.stages.aot_autograd.graphs)
 
 
@@ -195,7 +195,7 @@ def test_a_second_capture_in_the_same_process_sees_the_edited_module(tmp_path):
     import sys
 
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     shutil.copytree(MODELS / "two_file", tmp_path / "proj")
     layers = tmp_path / "proj" / "mypkg" / "layers.py"
@@ -206,6 +206,6 @@ def test_a_second_capture_in_the_same_process_sees_the_edited_module(tmp_path):
         import mypkg.layers  # noqa: F401
     finally:
         sys.path.remove(str(MODELS / "two_file"))
-    assert capture_file(model, options=Options(backend="eager")).summary.graph_breaks == 1
+    assert capture_file(model, compile=CompileOptions(backend="eager")).summary.graph_breaks == 1
     layers.write_text(layers.read_text().replace('        print("hidden", h.shape)  # breaks the graph\n', ""))
-    assert capture_file(model, options=Options(backend="eager")).summary.graph_breaks == 0
+    assert capture_file(model, compile=CompileOptions(backend="eager")).summary.graph_breaks == 0

@@ -22,11 +22,11 @@ BACKEND = f"{MODELS / 'regions_common.py'}:counting"
 def _nested(name):
     from tcinspect.capturing import custom
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     graphs = custom.load_callable(BACKEND, "--backend").__globals__["GRAPHS"]
     graphs.clear()
-    rep = capture_file(MODELS / name, options=Options(backend=BACKEND), quiet=True)
+    rep = capture_file(MODELS / name, compile=CompileOptions(backend=BACKEND), quiet=True)
     return rep, list(graphs)
 
 

@@ -10,7 +10,7 @@ import torch
 from helpers import MODELS, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.capturing.engine import capture_file
-from tcinspect.report import Options
+from tcinspect.report import CompileOptions
 
 
 def test_same_model_twice_gives_byte_identical_yaml(capsys, tmp_path, monkeypatch):
@@ -30,8 +30,8 @@ def test_twenty_captures_leak_no_handlers_config_or_caches():
     handlers, filters = list(trace_logger.handlers), [list(h.filters) for h in trace_logger.handlers]
     dynamo_config = torch._dynamo.config.get_config_copy()
     inductor_config = torch._inductor.config.get_config_copy()
-    opts = Options(backend="eager")
-    reports = [capture_file(SAMPLES / "tiny.py", options=opts, quiet=True) for _ in range(20)]
+    opts = CompileOptions(backend="eager")
+    reports = [capture_file(SAMPLES / "tiny.py", compile=opts, quiet=True) for _ in range(20)]
     assert trace_logger.handlers == handlers and [list(h.filters) for h in handlers] == filters
     assert {n: list(logging.getLogger(n).handlers) for n in torch_loggers} == torch_loggers
     assert all(not h.filters for n in torch_loggers for h in logging.getLogger(n).handlers)

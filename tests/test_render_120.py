@@ -72,13 +72,13 @@ def test_a_break_in_a_library_keeps_its_line_and_names_the_users_line():
 
 def test_a_real_break_in_a_helper_file_names_the_models_line(tmp_path):
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     (tmp_path / "helpers.py").write_text("def noisy(x):\n    y = x + 1\n    print('y')\n    return y * 2\n")
     (tmp_path / "model.py").write_text(
         "import torch\nfrom helpers import noisy\n\n\ndef model(x):\n    x = x.sin()\n    return noisy(x)\n\n\n"
         "example_inputs = (torch.randn(4),)\n")
-    rep = capture_file(tmp_path / "model.py", options=Options(backend="eager", backward=False))
+    rep = capture_file(tmp_path / "model.py", compile=CompileOptions(backend="eager", backward=False))
     # Dynamo breaks at the print inside the inlined helper (then resumes there, compiling the helper's frame)
     brk = rep.stages.dynamo.graph_breaks[0]
     assert brk.user_frame is not None and brk.user_frame.file.endswith("helpers.py") and brk.user_frame.line == 3
@@ -136,18 +136,18 @@ def test_an_output_aliasing_its_input_logs_no_unknown_event(monkeypatch):
 
     from tcinspect.capturing.engine import capture
     from tcinspect.parse import events
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     def model(x):
         return x.view(-1), x * 2  # the first output aliases the input: AOTAutograd regenerates the view
 
     x = torch.randn(4, 4, requires_grad=True)
-    rep = capture(model, x, options=Options(backend="aot_eager"))
+    rep = capture(model, x, compile=CompileOptions(backend="aot_eager"))
     assert rep.parse is None  # nothing unknown
     if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 15):
         return  # torch 2.15 logs no output_alias_wrapper for this model (seen on 2.15.0): nothing more to show
     monkeypatch.setattr(events, "KNOWN_UNREAD", events.KNOWN_UNREAD - {"output_alias_wrapper"})
-    rep = capture(model, x, options=Options(backend="aot_eager"))
+    rep = capture(model, x, compile=CompileOptions(backend="aot_eager"))
     assert rep.parse is not None and "output_alias_wrapper" in [e.name for e in rep.parse.unknown_events]
 
 

@@ -43,14 +43,14 @@ def _capture(model, inputs, sets, backend="eager", **config):
     import torch
 
     from tcinspect import capture
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     oracle = TorchEvents()
     trace = logging.getLogger("torch.__trace")
     trace.addHandler(oracle)
     try:
         with torch._dynamo.config.patch(**config):
-            rep = capture(model, *inputs, input_sets=sets, options=Options(backend=backend))
+            rep = capture(model, *inputs, input_sets=sets, compile=CompileOptions(backend=backend))
     finally:
         trace.removeHandler(oracle)
     return rep, oracle.records
@@ -81,13 +81,13 @@ def _assert_equal_to_torch(rep: Report, records) -> None:
 @pytest.fixture(scope="module")
 def loop_run():
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     oracle = TorchEvents()
     trace = logging.getLogger("torch.__trace")
     trace.addHandler(oracle)
     try:
-        rep = capture_file(ROOT / "sample_models" / "shapes_loop.py", options=Options(backend="eager"))
+        rep = capture_file(ROOT / "sample_models" / "shapes_loop.py", compile=CompileOptions(backend="eager"))
     finally:
         trace.removeHandler(oracle)
     return rep, oracle.records

@@ -45,14 +45,17 @@ _LAZY = {"BenchRequest": "report", "CompileOptions": "report", "ExportRequest": 
 
 
 def capture(model: Any, *inputs: Any, **kwargs: Any) -> Report:
-    """Compile ``model`` once on ``inputs`` and return the report (see tcinspect.capturing.engine.capture)."""
+    """Compile ``model`` once on ``inputs`` and return the report; the options are the Request's parts
+    (``compile=CompileOptions(...)``, ``verify=``, ``export=``, ``bench=``, ...): see
+    tcinspect.capturing.engine.capture."""
     from tcinspect.capturing.engine import capture as _capture
 
     return _capture(model, *inputs, **kwargs)
 
 
 def capture_file(path: Any, **kwargs: Any) -> Report:
-    """Capture a model file or script (see tcinspect.capturing.engine.capture_file)."""
+    """Capture a model file or script: ``path`` a Request, or a path with the Request's fields as keyword
+    arguments (see tcinspect.capturing.engine.capture_file)."""
     from tcinspect.capturing.engine import capture_file as _capture_file
 
     return _capture_file(path, **kwargs)
@@ -74,7 +77,8 @@ def load_report(path: Any) -> Report:
 
 
 def assert_compiles(model: Any, *inputs: Any, **kwargs: Any) -> Report:
-    """Fail (AssertionError) unless ``model`` compiles within the budgets; see tcinspect.assertions."""
+    """Fail (AssertionError) unless ``model`` compiles within the budgets (``compile=CompileOptions(...)``, default
+    the eager backend); see tcinspect.assertions."""
     from tcinspect.assertions import assert_compiles as _assert_compiles
 
     return _assert_compiles(model, *inputs, **kwargs)

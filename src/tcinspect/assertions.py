@@ -3,33 +3,55 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Optional
 
 from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.checks import Limits, check_limits
-from tcinspect.report import Options, Report
+from tcinspect.errors import UsageError
+from tcinspect.report import CompileOptions, Report
+
+#: ``assert_compiles``' default: Dynamo only, the fastest compile that counts breaks and recompiles.
+DEFAULT_COMPILE = CompileOptions(backend="eager")
 
 
-def assert_compiles(model: Any, *inputs: Any, input_sets: Sequence[tuple] = (), max_graph_breaks: Optional[int] = 0,
+def assert_compiles(model: Any, *inputs: Any, compile: Optional[CompileOptions] = None,
+                    input_sets: Sequence[tuple] = (), max_graph_breaks: Optional[int] = 0,
                     max_recompiles: Optional[int] = 0, max_graphs: Optional[int] = None,
-                    max_kernels: Optional[int] = None, backend: str = "eager", dynamic: str = "",
-                    backward: bool = True) -> Report:
+                    max_kernels: Optional[int] = None, **old: Any) -> Report:
     """Compile ``model`` on ``inputs`` (then ``input_sets``) and fail unless every budget holds.
 
     Args:
         model: an ``nn.Module`` or callable.
         *inputs: its positional arguments.
+        compile: the torch.compile options (``CompileOptions``); default ``CompileOptions(backend="eager")``
+            (Dynamo only, fast); ``backend="inductor"`` to count kernels.
         input_sets: more argument tuples, run in order (their recompiles count).
         max_graph_breaks, max_recompiles, max_graphs, max_kernels: budgets (None: unchecked).
-        backend: "eager" (Dynamo only, fast) by default; "inductor" to count kernels.
+        backend, dynamic, backward: deprecated; use ``compile=CompileOptions(...)``.
     Returns the report, for further assertions.
     """
-    from tcinspect.capturing.engine import capture
+    from tcinspect.capturing.engine import capture, deprecated
 
-    if max_kernels is not None and backend != "inductor":
-        raise ValueError("max_kernels needs backend='inductor' (other backends generate no kernels)")
-    rep = capture(model, *inputs, input_sets=input_sets,
-                  options=Options(backend=backend, dynamic=dynamic, backward=backward))
+    if old:
+        unknown = sorted(set(old) - {"backend", "dynamic", "backward"})
+        if unknown:
+            raise UsageError(f"assert_compiles() takes no {unknown[0]}=",
+                             "pass compile=CompileOptions(...) and the max_* budgets")
+        if compile is not None:
+            raise UsageError(f"compile= and {sorted(old)[0]}= were both given",
+                             f"put {sorted(old)[0]} in compile=CompileOptions(...)")
+        spelled = ", ".join(f"{k}={v!r}" for k, v in old.items())
+        deprecated(f"assert_compiles({spelled}) is deprecated and will be removed in the next release; use "
+                   f"compile=CompileOptions({spelled})")
+        compile = replace(DEFAULT_COMPILE, **old)  # CompileOptions checks the values
+    compile = DEFAULT_COMPILE if compile is None else compile
+    if not isinstance(compile, CompileOptions):
+        raise UsageError(f"compile={compile!r} is not a CompileOptions", "pass compile=CompileOptions(backend='eager')")
+    if max_kernels is not None and compile.backend != "inductor":
+        raise UsageError(f"max_kernels needs the inductor backend (backend {compile.backend!r} generates no kernels)",
+                         "pass compile=CompileOptions(backend='inductor')")
+    rep = capture(model, *inputs, input_sets=input_sets, compile=compile)
     if not rep.ok:
         raise AssertionError(f"torch.compile failed: {rep.error}")
     failures = [f for f in check_limits("model", rep, Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels))

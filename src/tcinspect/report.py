@@ -401,8 +401,8 @@ class Options:
     def of(cls, compile: CompileOptions, verify: Optional[VerifyRequest] = None,
            export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None) -> Options:
         """The record of a capture asked for with these options and requests."""
-        return cls(backend=compile.backend, mode=compile.mode, fullgraph=compile.fullgraph, dynamic=compile.dynamic,
-                   backward=compile.backward, device=compile.device, passes=compile.passes,
+        # every CompileOptions field is recorded under its own name: a new compile option is one field here
+        return cls(**{f.name: getattr(compile, f.name) for f in dataclasses.fields(CompileOptions)},
                    verify=verify is not None, rtol=verify.rtol if verify else None,
                    atol=verify.atol if verify else None,
                    export=export.modes if export else (), dynamic_dims=export.dynamic_dims if export else (),
@@ -411,8 +411,7 @@ class Options:
 
     @property
     def compile(self) -> CompileOptions:
-        return CompileOptions(self.backend, self.mode, self.fullgraph, self.dynamic,  # type: ignore[arg-type]
-                              self.backward, self.device, self.passes)
+        return CompileOptions(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CompileOptions)})
 
     @property
     def verify_request(self) -> Optional[VerifyRequest]:
@@ -1417,6 +1416,12 @@ class Request:
     measure_memory: bool = False
 
     def __post_init__(self) -> None:
+        for name, part in (("compile", CompileOptions), ("verify", VerifyRequest), ("export", ExportRequest),
+                           ("bench", BenchRequest)):  # a part given as a word or a flag is a mistake made here
+            value = getattr(self, name)
+            if not isinstance(value, part) and (value is not None or name == "compile"):
+                raise UsageError(f"{name}={value!r} is not a {part.__name__}",
+                                 f"pass {name}={part.__name__}(...), e.g. {_PART_EXAMPLES[name]}")
         for name in ("script_args", "launcher_args", "also_accept"):  # a list (or None) is taken as its tuple
             value = getattr(self, name)
             if isinstance(value, str):
@@ -1463,6 +1468,11 @@ class Request:
         built = _typed(cls, json.loads(text))
         assert isinstance(built, Request)
         return built
+
+
+#: How each part of a Request is spelled, for the fix line of a part given as something else.
+_PART_EXAMPLES = {"compile": "compile=CompileOptions(backend='eager')", "verify": "verify=VerifyRequest(rtol=1e-3)",
+                  "export": "export=ExportRequest(modes=('strict',))", "bench": "bench=BenchRequest(runs=100)"}
 
 
 def _typed(tp: Any, value: Any) -> Any:

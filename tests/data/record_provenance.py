@@ -105,7 +105,7 @@ def record(name: str, device: str, out: Path) -> None:
 
     from tcinspect.capturing import engine
     from tcinspect.parse import provenance
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     model, inputs, extra = build(name, device)
     spy = Spy()
@@ -126,7 +126,8 @@ def record(name: str, device: str, out: Path) -> None:
         os.environ[engine.EVENTS_FILE_ENV] = events_file
         _internal.trace_log.addHandler(spy)
         try:
-            rep = engine.capture(model, *inputs, options=Options(mode=extra.get("mode", "")), fresh=True, quiet=True)
+            rep = engine.capture(model, *inputs, compile=CompileOptions(mode=extra.get("mode", "")), fresh=True,
+                                 quiet=True)
         finally:
             _internal.trace_log.removeHandler(spy)
             os.environ.pop(engine.EVENTS_FILE_ENV, None)

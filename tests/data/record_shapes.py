@@ -55,13 +55,13 @@ def main() -> None:
 
     sys.path.insert(0, str(ROOT / "src"))
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     handler = Records()
     trace = logging.getLogger("torch.__trace")
     trace.addHandler(handler)
     try:
-        capture_file(ROOT / "sample_models" / "shapes_loop.py", options=Options(backend="eager"), fresh=True)
+        capture_file(ROOT / "sample_models" / "shapes_loop.py", compile=CompileOptions(backend="eager"), fresh=True)
     finally:
         trace.removeHandler(handler)
     folder = OUT / torch.__version__.split("+")[0]

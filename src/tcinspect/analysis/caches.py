@@ -11,31 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-# the look-ups compared live below both sides of the pipeline (derived.cachekeys); their names stay here too
-from tcinspect.derived.cachekeys import (
-    CACHE_TITLES as CACHE_TITLES,
-)
-from tcinspect.derived.cachekeys import (
-    HASH_CHARS as HASH_CHARS,
-)
-from tcinspect.derived.cachekeys import (
-    SHOWN as SHOWN,
-)
-from tcinspect.derived.cachekeys import (
-    LookupId as LookupId,
-)
-from tcinspect.derived.cachekeys import (
-    by_id as by_id,
-)
-from tcinspect.derived.cachekeys import (
-    changed_components as changed_components,
-)
-from tcinspect.derived.cachekeys import (
-    lookup_id as lookup_id,
-)
-from tcinspect.derived.cachekeys import (
-    lookups as lookups,
-)
+from tcinspect.derived.cachekeys import CACHE_TITLES, HASH_CHARS, SHOWN, by_id, changed_components, lookup_id, lookups
 from tcinspect.report import CacheLookup, CompileTiming, Report
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from tcinspect.plaindata import plain
 from tcinspect.report import GraphMemory, InductorPeak, Memory, Report
 
 
@@ -29,14 +29,6 @@ def _shares(graphs: tuple[GraphMemory, ...], key_of: Any, missing: str) -> list[
             row[1] += 1
             row[2] += t.bytes if t.kind == "activation" else 0
     return sorted((Share(k, v[0], v[1], v[2]) for k, v in totals.items()), key=lambda s: (-s.bytes, s.key))
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def by_module(mem: Memory) -> list[Share]:
@@ -120,7 +112,7 @@ def document(rep: Report) -> dict[str, Any]:
         return {"memory": None, "why": "no AOT graph has a backward graph: nothing is saved for backward"}
     graphs = []
     for g in mem.graphs:
-        d = _plain(g)
+        d = plain(g)
         d = {"compile_id": g.compile_id, "saved_bytes": g.saved_bytes, "saved_bytes_expr": g.saved_bytes_expr,
              "parameter_bytes": g.bytes_of("parameter"), "input_bytes": g.bytes_of("input"),
              "activation_bytes": g.bytes_of("activation"), **{k: v for k, v in d.items() if k != "compile_id"}}
@@ -128,5 +120,5 @@ def document(rep: Report) -> dict[str, Any]:
                                     "note": e.note} for e in estimates(rep, g)]
         graphs.append(d)
     return {"saved_bytes": mem.saved_bytes, "graphs": graphs,
-            "by_module": [_plain(s) for s in by_module(mem)], "by_line": [_plain(s) for s in by_line(mem)],
-            "measured": _plain(mem.measured), "peak_ratio": peak_ratio(rep), "not_measured": mem.not_measured}
+            "by_module": [plain(s) for s in by_module(mem)], "by_line": [plain(s) for s in by_line(mem)],
+            "measured": plain(mem.measured), "peak_ratio": peak_ratio(rep), "not_measured": mem.not_measured}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -20,7 +21,18 @@ from tcinspect.parse import events as ev_mod
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.parse.fxgraph import parse_graph
-from tcinspect.report import InputSetError, Options, Report, Request, Target, Verification, VerifyRequest
+from tcinspect.report import (
+    BenchRequest,
+    CompileOptions,
+    ExportRequest,
+    InputSetError,
+    Options,
+    Report,
+    Request,
+    Target,
+    Verification,
+    VerifyRequest,
+)
 
 #: Set by the parent of an isolated capture (--timeout): where the child streams its events.
 EVENTS_FILE_ENV = "TCINSPECT_EVENTS_FILE"
@@ -389,8 +401,10 @@ class _Run:
 
 
 def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[Any] = (),
-            options: Optional[Options] = None, fresh: bool = False, quiet: bool = False,
-            example_kwargs: Optional[dict[str, Any]] = None) -> Report:
+            compile: Optional[CompileOptions] = None, verify: Optional[VerifyRequest] = None,
+            export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None, per_call: int = 0,
+            measure_memory: bool = False, fresh: bool = False, quiet: bool = False,
+            example_kwargs: Optional[dict[str, Any]] = None, options: Optional[Options] = None) -> Report:
     """Compile ``model`` once on ``inputs`` (then each of ``input_sets``) and return the report.
 
     Args:
@@ -398,23 +412,59 @@ def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[Any] =
         *inputs: its positional arguments.
         input_sets: further argument tuples (with ``example_kwargs``: ``(args, kwargs)`` pairs), called in
             order after ``inputs`` (recompiles recorded).
-        options: torch.compile options (backend, mode, fullgraph, dynamic) and whether to run backward.
+        compile, verify, export, bench, per_call, measure_memory: what to run, as the ``Request`` fields of the
+            same names (``CompileOptions``: backend, mode, fullgraph, dynamic, backward, device, passes).
         fresh: compile cold, in a private Inductor cache directory.
         quiet: silence torch's own log output while compiling.
         example_kwargs: the first call's keyword arguments.
+        options: deprecated (the report's flat record ``Options``); use the parts above.
     """
-    opts = options or Options()
+    parts: dict[str, Any] = {"compile": compile, "verify": verify, "export": export, "bench": bench,
+                             "per_call": per_call, "measure_memory": measure_memory}
+    if options is not None:
+        parts = _parts_of(options, "tcinspect.capture(options=Options(...))", given=parts)
+    request = Request(**{**parts, "compile": parts["compile"] or CompileOptions()}, fresh=fresh, quiet=quiet)
     target = Target(kind="callable", model_name=getattr(model, "__name__", type(model).__name__),
                     input_sets=len(input_sets))
     loaded = modelfile.LoadedModel(model, tuple(inputs), list(input_sets), example_kwargs=dict(example_kwargs or {}))
     if example_kwargs is not None:
         loaded.input_sets = [modelfile.Call((), dict(s)) if isinstance(s, dict) else modelfile.Call(s[0], dict(s[1]))
                              for s in input_sets]
-    return _capture_loaded(loaded, target, opts, fresh, None, quiet)
+    return _capture_loaded(loaded, target, request.options, fresh, None, quiet)
+
+
+#: The Request fields the report's flat ``Options`` record holds, as the parts a capture is asked with.
+_RECORDED_PARTS = ("compile", "verify", "export", "bench", "per_call", "measure_memory")
+
+
+def _parts_of(options: Options, old: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The parts (compile, verify, export, bench, per_call, measure_memory) a deprecated ``Options`` stands for,
+    with one warning naming the new spelling; giving both spellings is a mistake."""
+    if not isinstance(options, Options):
+        raise UsageError(f"options={options!r} is not an Options record",
+                         "pass compile=CompileOptions(...) (and verify=, export=, bench=) instead")
+    mixed = [k for k in _RECORDED_PARTS if given.get(k)]
+    if mixed:
+        raise UsageError(f"options= and {mixed[0]}= were both given", f"pass only {mixed[0]}= and the other parts")
+    deprecated(f"{old} is deprecated and will be removed in the next release; use compile=CompileOptions(...) "
+               "(and verify=, export=, bench=, per_call=, measure_memory=)")
+    return {"compile": options.compile, "verify": options.verify_request, "export": options.export_request,
+            "bench": options.bench_request, "per_call": options.per_call, "measure_memory": options.measure_memory}
+
+
+def deprecated(message: str) -> None:
+    """One DeprecationWarning, attributed to the caller's line outside tcinspect."""
+    import warnings
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    level, frame = 1, sys._getframe(0)  # stacklevel N names the frame sys._getframe(N - 1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, DeprecationWarning, stacklevel=level)
 
 
 def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options, fresh: bool,
-                    where: Optional[Path], quiet: bool = False) -> Report:
+                    where: Optional[Path], quiet: bool = False, source: Optional[modelfile.ModelSource] = None) -> Report:
     if not opts.device and loaded.device:
         opts = replace(opts, device=loaded.device)
     _check_device(opts.device)
@@ -432,7 +482,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     if opts.export_request is not None:  # torch.export instead of torch.compile
         from tcinspect.capturing import export as exporting
 
-        return exporting.run(model, inputs, opts, target, device, where, quiet)
+        return exporting.run(model, inputs, opts, target, device, where, quiet, source)
     run = _Run(opts, fresh, quiet)
     run.recorder.module_names = _compat.module_names(model)
     if opts.verify_request is not None:
@@ -459,23 +509,43 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
 
 
 def capture_file(file: str | os.PathLike | Request, *, source: Optional[modelfile.ModelSource] = None,
-                 model_name: str = "model", inputs_name: str = "example_inputs", options: Optional[Options] = None,
-                 fresh: bool = False, script_args: Sequence[str] = (), quiet: bool = False,
-                 as_script: Optional[bool] = None) -> Report:
+                 options: Optional[Options] = None, as_script: Optional[bool] = None, **fields: Any) -> Report:
     """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script.
 
-    ``file`` is a ``Request`` (what ``tcinspect.obtain`` and the capture's child process pass: its ``file``,
-    model and inputs names, options, ``fresh``, ``script_args`` and ``quiet``), or a path with those as
-    keyword arguments, where ``as_script`` forces script mode (True) or model mode (False) and None decides by
-    the file. ``source`` is the file as already read and hashed (else it is read here).
+    ``file`` is a ``Request`` (what ``tcinspect.obtain`` and the capture's child process pass), or a path with
+    the ``Request`` fields as keyword arguments (``compile=CompileOptions(...)``, ``model_name``, ``script``,
+    ``script_args``, ``fresh``, ``quiet``, ...). ``source`` is the file as already read and hashed (else it is
+    read here). ``options`` and ``as_script`` are deprecated: use ``compile=`` (etc.) and ``script=True`` /
+    ``model_name=``.
     """
     if isinstance(file, Request):
+        if fields or options is not None or as_script is not None:
+            raise UsageError("a Request carries its own options", "give them to the Request, not to capture_file")
         if file.file is None:
             raise UsageError("a capture needs a model file", "give Request(file=...) a .py model file or script")
-        return _capture_file(file.file, file.model, file.inputs_name, file.options, file.fresh, file.script_args,
-                             file.quiet, file.as_script, source)
-    return _capture_file(file, model_name, inputs_name, options or Options(), fresh, script_args, quiet, as_script,
-                         source)
+        request = file
+    else:
+        unknown = sorted(set(fields) - _REQUEST_FIELDS)
+        if unknown:
+            raise UsageError(f"capture_file() takes no {unknown[0]}=",
+                             f"pass Request fields: {', '.join(sorted(_REQUEST_FIELDS))}")
+        if options is not None:
+            fields = {**fields, **_parts_of(options, "capture_file(path, options=Options(...))", fields)}
+        if as_script is not None:
+            deprecated("capture_file(path, as_script=...) is deprecated and will be removed in the next release; "
+                       "use script=True (script mode) or model_name=NAME (model mode)")
+            if as_script:
+                fields["script"] = True
+            elif fields.get("model_name") is None:
+                fields["model_name"] = "model"
+        fields.setdefault("quiet", False)  # torch's log output as it was before capture_file took a Request
+        request = Request(file=os.fspath(file), **fields)
+    return _capture_file(request.file or "", request.model, request.inputs_name, request.options, request.fresh,
+                         request.script_args, request.quiet, request.as_script, source)
+
+
+#: What ``capture_file(path, ...)`` takes as keyword arguments: the Request's fields but the file.
+_REQUEST_FIELDS = frozenset(f.name for f in dataclasses.fields(Request)) - {"file"}
 
 
 def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, opts: Options, fresh: bool,
@@ -491,7 +561,7 @@ def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, op
             loaded = modelfile.load(src, model_name, inputs_name, opts.device)
             target = Target(kind="model", path=str(path), sha256=src.sha256, model_name=model_name,
                             inputs_name=inputs_name, input_sets=len(loaded.input_sets))
-            return _capture_loaded(loaded, target, opts, fresh, src.path, quiet)
+            return _capture_loaded(loaded, target, opts, fresh, src.path, quiet, src)
         finally:
             modelfile.unload(src)
 

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from tcinspect._version import __version__
 from tcinspect.capturing import _compat, outputs, verify
-from tcinspect.capturing.modelfile import Call
+from tcinspect.capturing.modelfile import Call, ModelSource
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import (
     NOT_RUN,
@@ -156,9 +156,10 @@ def _aoti(ep: Any, module: Any, inputs: Call, mode: str, options: Options) -> Ao
                    error=f"{bad.name} differs from eager: {bad.message}" if bad else "")
 
 
-def _aoti_isolated(target: Target, mode: str, options: Options) -> AotiRun:
+def _aoti_isolated(target: Target, mode: str, options: Options, source: ModelSource) -> AotiRun:
     """AOTInductor in a child process: a crash there (seen: a segfault packaging a user Triton kernel
-    on torch 2.11) becomes this mode's failure instead of ending tcinspect."""
+    on torch 2.11) becomes this mode's failure instead of ending tcinspect. The child loads the model file's
+    text as this process read it (``source``), never the path again."""
     import json
     import signal
     import subprocess
@@ -166,8 +167,10 @@ def _aoti_isolated(target: Target, mode: str, options: Options) -> AotiRun:
 
     with tempfile.TemporaryDirectory(prefix="tcinspect-aoti-") as tmp:
         request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        text = Path(tmp) / "source.py"
+        text.write_bytes(source.text.encode("utf-8"))
         request.write_text(json.dumps({
-            "path": target.path, "model_name": target.model_name, "inputs_name": target.inputs_name,
+            "path": target.path, "source": str(text), "model_name": target.model_name, "inputs_name": target.inputs_name,
             "mode": mode, "options": {k: (list(v) if isinstance(v, tuple) else v)
                                       for k, v in dataclasses.asdict(options).items()},
             "result": str(result)}))
@@ -206,7 +209,8 @@ def _aoti_child(request_path: str) -> int:
 
     req = json.loads(Path(request_path).read_text())
     options = options_from_json(req["options"])
-    src = modelfile.read(req["path"], req["model_name"])
+    # the bytes the parent read (the file may have changed or gone since), under the file's own path
+    src = modelfile.of_bytes(Path(req["path"]), Path(req["source"]).read_bytes(), req["model_name"], False)
     sys.path.insert(0, str(src.path.resolve().parent))
     loaded = modelfile.load(src, req["model_name"], req["inputs_name"], options.device)
     device = options.device or loaded.device
@@ -229,7 +233,7 @@ def _aoti_child(request_path: str) -> int:
 
 
 def export_one(model: Any, inputs: Call, mode: str, options: Options, where: Optional[Path],
-               target: Optional[Target] = None) -> ExportRun:
+               target: Optional[Target] = None, source: Optional[ModelSource] = None) -> ExportRun:
     """One torch.export.export call, its graph and signature, or why it failed."""
     import torch
 
@@ -247,15 +251,15 @@ def export_one(model: Any, inputs: Call, mode: str, options: Options, where: Opt
     graph = parse_graph("exported_program", "\n".join(ln.rstrip() for ln in code.strip("\n").splitlines()) + "\n")
     aoti = None
     if options.aoti:
-        if target is not None and target.kind == "model" and target.path:  # isolated
-            aoti = _aoti_isolated(target, mode, options)
+        if target is not None and target.kind == "model" and source is not None:  # isolated
+            aoti = _aoti_isolated(target, mode, options, source)
         else:
             aoti = _aoti(ep, module, inputs, mode, options)
     return ExportRun(mode, True, graph=graph, signature=_signature(ep), dynamic_shapes=spec, aoti=aoti)
 
 
 def run(model: Any, inputs: Call, options: Options, target: Target, device: str, where: Optional[Path],
-        quiet: bool) -> Report:
+        quiet: bool, source: Optional[ModelSource] = None) -> Report:
     """Every requested export mode as one report (the torch.compile stages are marked not run)."""
     import contextlib
 
@@ -268,7 +272,7 @@ def run(model: Any, inputs: Call, options: Options, target: Target, device: str,
         if quiet:
             stack.enter_context(_compat.quiet_torch_logs())
         _compat.reset_dynamo()
-        runs = tuple(export_one(model, inputs, mode, options, where, target) for mode in options.export)
+        runs = tuple(export_one(model, inputs, mode, options, where, target, source) for mode in options.export)
     stages = Stages(DynamoStage(NOT_RUN, _NOT_COMPILED), AotStage(NOT_RUN, _NOT_COMPILED),
                     InductorStage(NOT_RUN, _NOT_COMPILED))
     return Report(torch_version=_compat.torch_version(), device=device, target=target, options=options,

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tcinspect._version import __version__
-from tcinspect.cli.common import EXIT_CODES_HELP
+from tcinspect.cli.common import DEBUG, EXIT_CODES_HELP
 
 app = typer.Typer(
     name="tcinspect",
@@ -28,5 +28,10 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", help="Print tcinspect's version and exit.",
-                                       callback=_version, is_eager=True)) -> None:
+                                       callback=_version, is_eager=True),
+          debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors, and torch's own log output "
+                                     "(compiles in tcinspect's own process); every command also takes it.")) -> None:
     """Inspect every stage of torch.compile (Dynamo, AOTAutograd, Inductor) from one compile."""
+    # the global flags, before the command parses its own options (its own --debug turns it on too); only
+    # what comes before the command's name is tcinspect's, so a script's `-- --debug` never reaches here
+    DEBUG[:] = [True] if debug else []

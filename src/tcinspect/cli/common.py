@@ -90,7 +90,8 @@ def _debug(value: bool) -> bool:
     return value
 
 
-#: Set when a command's --debug was given (parsed first, so that an error in another option shows its traceback).
+#: Set when --debug was given, before the command (``tcinspect --debug COMMAND``) or as a command's option (parsed
+#: first, so that an error in another option shows its traceback).
 DEBUG: list[bool] = []
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.", callback=_debug, is_eager=True)]
 TimeoutOpt = Annotated[Optional[float], typer.Option(
@@ -169,7 +170,8 @@ class Capture:
         return Request(file=file, script_args=tuple(script_args or ()), **{"compile": self.compile(), **given, **fields})
 
     def obtain(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Report:
-        return obtain(self.request(file, script_args, **fields), self.values["debug"])
+        # --debug before the command (the root's, tcinspect --debug COMMAND) or after it
+        return obtain(self.request(file, script_args, **fields), self.values["debug"] or bool(DEBUG))
 
 
 def capture_options(names: str, **options: tuple[Any, Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:

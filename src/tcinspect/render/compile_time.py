@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tcinspect.analysis import caches as cache_views
 from tcinspect.analysis import compile_time as views
+from tcinspect.derived import cachekeys
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 from tcinspect.vocabulary import GROUP_TITLES, GROUPS
 
@@ -101,10 +102,10 @@ def table(rep: Report) -> RenderableType:
     if saves:
         parts.append(Text(f"  a warm start would save {saves:.2f} s (what the FX graph cache misses took to "
                           "compile, by torch's measure)", style="dim"))
-    for t, c in cache_views.lookups(ct):
+    for t, c in cachekeys.lookups(ct):
         why = cache_views.explanation(c)
         if c.state in ("miss", "bypass") and why:
-            title = cache_views.CACHE_TITLES.get(c.cache, c.cache)
+            title = cachekeys.CACHE_TITLES.get(c.cache, c.cache)
             line = Text(f"  {t.compile_id} {c.part or t.part} {title} {c.state}: ", style="yellow")
             line.append(why)
             site = cache_views.bypass_site(rep, t, c) if c.state == "bypass" else ""

@@ -677,8 +677,9 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
 def _caches(rep: Report) -> str:
     """Every compile-cache look-up: hit, miss or bypass, torch's reason, the key components that changed."""
     from tcinspect.analysis import caches
+    from tcinspect.derived import cachekeys
 
-    found = list(caches.lookups(rep.compile_time))
+    found = list(cachekeys.lookups(rep.compile_time))
     if not found:
         return ""
     counts: dict[str, int] = {}
@@ -689,7 +690,7 @@ def _caches(rep: Report) -> str:
         where = caches.bypass_site(rep, t, c) if c.state == "bypass" else ""
         changed = "<br>".join(_e(x) for x in c.changed)
         seconds = c.saved_s if c.state == "hit" else c.cost_s
-        rows.append(f"<tr><td>{_e(t.compile_id)}<td>{_e(c.part or t.part)}<td>{_e(caches.CACHE_TITLES.get(c.cache, c.cache))}"
+        rows.append(f"<tr><td>{_e(t.compile_id)}<td>{_e(c.part or t.part)}<td>{_e(cachekeys.CACHE_TITLES.get(c.cache, c.cache))}"
                     f"<td>{_e(c.state)}<td class=num>{f'{seconds:.3f}' if seconds else ''}<td>{_e(why)}"
                     f"{'<br>at ' + _e(where) if where else ''}<td>{changed}<td><code>{_e(c.key[:16])}</code>")
     saves = caches.warm_start_saves(rep)

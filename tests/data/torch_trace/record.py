@@ -11,7 +11,7 @@ rewritten payload's md5 recomputed) and ``<model>.live.json.gz`` (the live repor
 With ``--device cuda`` (a GPU machine) the folder is torch-<version>-cuda/ and the models run on the GPU.
 torch-2.11.0-cuda/ (tiny, graph_breaks, transformer_block, lenet_triton_relu) was recorded on an H100 with
 torch 2.11.0+cu130 by the same steps (``capture_file(path, fresh=True, quiet=True,
-options=Options(device="cuda"))`` in a process with TORCH_TRACE set, run from a checkout's root) and its
+compile=CompileOptions(device="cuda"))`` in a process with TORCH_TRACE set, run from a checkout's root) and its
 paths rewritten by ``python tests/data/torch_trace/record.py --rewrite RAW_DIR DEST_DIR OLD=NEW ...``.
 ``ddp_rank_branch`` runs on 2 ranks (``tcinspect trace --nproc 2``, so torchrun's ranks write
 ``dedicated_log_torch_trace_rank_N_*.log``): its folder holds both rank logs and the merged live report.
@@ -46,9 +46,9 @@ HOME = "/home/user"
 def _child(model: str, out: str, device: str) -> None:
     from tcinspect import serialize
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
-    rep = capture_file(model, fresh=True, quiet=True, options=Options(device=device))
+    rep = capture_file(model, fresh=True, quiet=True, compile=CompileOptions(device=device))
     Path(out).write_text(json.dumps(serialize.to_dict(rep)), encoding="utf-8")
 
 

@@ -32,7 +32,7 @@ def _child(case: str, out: str) -> None:
     from tcinspect import serialize
     from tcinspect.capturing import custom
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
     name, _ = CASES[case]
     sys.path.insert(0, str(MODELS))
@@ -44,7 +44,7 @@ def _child(case: str, out: str) -> None:
     else:
         spec = f"{MODELS / 'regions_common.py'}:counting"
         graphs = custom.load_callable(spec, "--backend").__globals__["GRAPHS"]
-        rep = capture_file(MODELS / name, quiet=True, options=Options(backend=spec))
+        rep = capture_file(MODELS / name, quiet=True, compile=CompileOptions(backend=spec))
     Path(out).write_text(json.dumps({"graphs": graphs, "regions": serialize.to_dict(rep)["regions"]}), encoding="utf-8")
 
 
