@@ -43,9 +43,7 @@ from tcinspect.report import (
 )
 
 EVIL = "<script>alert(1)</script>"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM = Path("/usr/bin/chromium")  # the `browser` fixture (conftest.py) launches it, once per session
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's `dot` is not installed "
                                "(apt-get install graphviz)")
@@ -324,16 +322,6 @@ def _browser_missing() -> str:
 
 
 needs_browser = pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Opened:
