@@ -414,8 +414,8 @@ def _synthetic(nodes: int) -> Report:
     return synthetic.build(nodes)
 
 
-#: The page of a 10,000-node report must be usable at once. The machine is shared and noisy: the
-#: best of three loads is compared, each a real navigation of the same 15 MB file.
+#: The page of a 10,000-node report must be usable at once. The machine is shared and noisy: a load over the
+#: limit is repeated, and the best of up to three is compared, each a real navigation of the same 15 MB file.
 LARGE_LOAD_LIMIT_MS = 3000
 
 
@@ -428,9 +428,9 @@ def test_large_report_loads_fast(browser, tmp_path):
     written = time.perf_counter() - t0
     opened = Opened(browser, path)
     loads = []
-    for _ in range(3):
+    for _ in range(3):  # a load the machine slowed past the limit is repeated: the page did not change
         loads.append(opened.load_ms())
-        if loads[-1] < LARGE_LOAD_LIMIT_MS / 2:
+        if loads[-1] < LARGE_LOAD_LIMIT_MS:
             break
     print(f"\n10,000-node page: {path.stat().st_size / 1e6:.1f} MB written in {written:.2f} s; "
           f"load {', '.join(f'{x:.0f}' for x in loads)} ms")
