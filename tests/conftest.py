@@ -397,3 +397,20 @@ def bert_kwargs_report():
     from tcinspect.report import Options
 
     return capture_file(MODELS / "bert_kwargs.py", options=Options(backend="eager"))
+
+
+#: Headless Chromium's flags for the browser tests: no sandbox (CI runs as root), and nothing that reaches out
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Debian's, driven by Playwright) for every browser test of the session: each test
+    opens its own page. Tests that use it are marked ``needs_browser`` (tests/test_html.py), skipped without it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -19,7 +19,7 @@ from tcinspect.parse.events import CHROMIUM_EVENT, Event, from_record, read_json
 from tcinspect.render import compile_time as render
 from tcinspect.render import html
 from tcinspect.report import Phase, RankReport, Report
-from test_html import Opened, browser, needs_browser  # noqa: F401  (the fixture is used by name)
+from test_html import Opened, needs_browser
 
 # ----------------------------------------------------------------------------- spans -> trees (no torch)
 
@@ -276,7 +276,7 @@ def test_html_timeline_is_inline_svg():
 
 
 @needs_browser
-def test_timeline_draws_in_the_browser(browser, tmp_path):  # noqa: F811
+def test_timeline_draws_in_the_browser(browser, tmp_path):
     path = tmp_path / "ct.html"
     path.write_text(html.render(_report(compiletime.build(synthetic()))), encoding="utf-8")
     opened = Opened(browser, path)

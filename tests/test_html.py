@@ -43,9 +43,7 @@ from tcinspect.report import (
 )
 
 EVIL = "<script>alert(1)</script>"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM = Path("/usr/bin/chromium")  # the `browser` fixture (conftest.py) launches it, once per session
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's `dot` is not installed "
                                "(apt-get install graphviz)")
@@ -326,16 +324,6 @@ def _browser_missing() -> str:
 needs_browser = pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 class Opened:
     """A page opened from a file, with what it logged and requested."""
 
@@ -426,8 +414,8 @@ def _synthetic(nodes: int) -> Report:
     return synthetic.build(nodes)
 
 
-#: The page of a 10,000-node report must be usable at once. The machine is shared and noisy: the
-#: best of three loads is compared, each a real navigation of the same 15 MB file.
+#: The page of a 10,000-node report must be usable at once. The machine is shared and noisy: a load over the
+#: limit is repeated, and the best of up to three is compared, each a real navigation of the same 15 MB file.
 LARGE_LOAD_LIMIT_MS = 3000
 
 
@@ -440,9 +428,9 @@ def test_large_report_loads_fast(browser, tmp_path):
     written = time.perf_counter() - t0
     opened = Opened(browser, path)
     loads = []
-    for _ in range(3):
+    for _ in range(3):  # a load the machine slowed past the limit is repeated: the page did not change
         loads.append(opened.load_ms())
-        if loads[-1] < LARGE_LOAD_LIMIT_MS / 2:
+        if loads[-1] < LARGE_LOAD_LIMIT_MS:
             break
     print(f"\n10,000-node page: {path.stat().st_size / 1e6:.1f} MB written in {written:.2f} s; "
           f"load {', '.join(f'{x:.0f}' for x in loads)} ms")

@@ -12,6 +12,7 @@ a lazy import cannot hide a cycle or a stage reaching back.
 from __future__ import annotations
 
 import ast
+import functools
 import gzip
 import subprocess
 import sys
@@ -35,14 +36,21 @@ def _is_module(name: str) -> bool:
     return (SRC / rel).with_suffix(".py").is_file() or (SRC / rel / "__init__.py").is_file()
 
 
-def _imports(path: Path) -> set[str]:
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once per run (the tests here read every module several times)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _imports(path: Path) -> frozenset[str]:
     """Every module ``path`` imports: ``from X import y`` counts X.y when y is a module of ours, else X.
 
     (Python runs X's ``__init__`` either way; ours import nothing at module level, so that is no edge.)"""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -53,7 +61,7 @@ def _imports(path: Path) -> set[str]:
                 base = ".".join(parent + ([base] if base else []))
             for a in node.names:
                 out.add(f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base)
-    return out
+    return frozenset(out)
 
 
 def _graph() -> dict[str, set[str]]:
@@ -64,7 +72,7 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def _external(prefix: str) -> dict[str, set[str]]:
+def _external(prefix: str) -> dict[str, frozenset[str]]:
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     return {name: _imports(path) for name, path in files.items() if name.startswith(prefix)}
 
@@ -243,7 +251,7 @@ def _exception_classes(tree: ast.AST, known: set[str]) -> list[str]:
 
 def test_every_exception_is_defined_in_errors_and_drawn_in_its_tree():
     errors = PACKAGE / "errors.py"
-    tree = ast.parse(errors.read_text(encoding="utf-8"))
+    tree = _tree(errors)
     defined = set(_exception_classes(tree, set()))
     while True:  # subclasses of subclasses
         more = set(_exception_classes(tree, defined))
@@ -254,7 +262,7 @@ def test_every_exception_is_defined_in_errors_and_drawn_in_its_tree():
     drawn = ast.get_docstring(tree) or ""
     assert sorted(name for name in defined if f" {name} " not in drawn.replace("\n", " \n")) == []
     # elsewhere only private ones, which never leave their module
-    stray = {str(p.relative_to(SRC)): [c for c in _exception_classes(ast.parse(p.read_text(encoding="utf-8")), defined)
+    stray = {str(p.relative_to(SRC)): [c for c in _exception_classes(_tree(p), defined)
                                        if not c.startswith("_")]
              for p in PACKAGE.rglob("*.py") if p != errors}
     assert {path: names for path, names in stray.items() if names} == {}

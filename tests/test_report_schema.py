@@ -58,9 +58,12 @@ def test_the_shipped_file_is_the_one_the_types_generate():
 def test_fresh_reports_of_recorded_traces_are_valid(path):
     rep = _report(path)
     for timings in (True, False):
-        for fmt in serialize.FORMATS:
-            text = serialize.dumps(rep, fmt, timings=timings)
-            assert _errors(serialize.text.parse_text(text)) == []
+        read = [serialize.text.parse_text(serialize.dumps(rep, fmt, timings=timings)) for fmt in serialize.FORMATS]
+        # where the formats read as the same data, types included (json's text tells 1, 1.0 and true apart), one
+        # validation holds for every format
+        same = len({json.dumps(d) for d in read}) == 1
+        for data in read[:1] if same else read:
+            assert _errors(data) == []
 
 
 @pytest.mark.parametrize("path", SAVED, ids=lambda p: p.name)
@@ -69,9 +72,19 @@ def test_recorded_reports_are_valid(path):
     assert _errors(data) == []
 
 
+def _first_two(value):
+    """The same report with every list of objects cut to its first two: still valid (the full one is validated
+    above), and validated in a fiftieth of the time."""
+    if isinstance(value, list):
+        return [_first_two(v) for v in (value[:2] if value and all(isinstance(v, dict) for v in value) else value)]
+    if isinstance(value, dict):
+        return {k: _first_two(v) for k, v in value.items()}
+    return value
+
+
 def test_it_refuses_what_reading_refuses():
-    good = serialize.to_dict(_report(LOGS[0]))
-    assert good["ranks"] and good["divergence"] and _errors(good) == []
+    good = _first_two(serialize.to_dict(_report(LOGS[0])))
+    assert len(good["ranks"]) == 2 and good["divergence"] and _errors(good) == []
 
     def damaged(change) -> list[str]:
         data = copy.deepcopy(good)
