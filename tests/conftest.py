@@ -334,9 +334,9 @@ def tiny_report(inductor_cache):
 def breaks_report(inductor_cache):
     """sample_models/graph_breaks.py through aot_eager (Dynamo + AOTAutograd, no Inductor)."""
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
-    return capture_file(SAMPLES / "graph_breaks.py", options=Options(backend="aot_eager"))
+    return capture_file(SAMPLES / "graph_breaks.py", compile=CompileOptions(backend="aot_eager"))
 
 
 @pytest.fixture(scope="session")
@@ -367,9 +367,9 @@ _HF_INPUT_SETS = {"switch_transformers": lambda hf: [(hf._ids(128, seq=12), None
 def _build_case(harness, name: str, backend: str):
     from conformance_models import hf
     from tcinspect.capturing.engine import capture, capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
-    options = Options(backend=backend)
+    options = CompileOptions(backend=backend)
     if name in hf.BUILDERS:
         def make():
             model, inputs = hf.BUILDERS[name]()
@@ -377,7 +377,7 @@ def _build_case(harness, name: str, backend: str):
 
         truth = harness.ground_truth(make, backend=backend)
         model, inputs, sets = make()
-        report = capture(model, *inputs, input_sets=sets, options=options)
+        report = capture(model, *inputs, input_sets=sets, compile=options)
         return harness.Case(name, report, truth, model, inputs)
     if name == "train_script":
         path = harness.MODELS / "train_script.py"
@@ -386,7 +386,7 @@ def _build_case(harness, name: str, backend: str):
     path = {"mlp_train": harness.MODELS / "mlp_train.py", "two_file": harness.MODELS / "two_file" / "model.py",
             "resnet": harness.MODELS / "resnet.py", "adamw_step": harness.MODELS / "adamw_step.py"}[name]
     truth = harness.ground_truth(lambda: harness.load_model_file(path), backend=backend)
-    return harness.Case(name, capture_file(path, options=options), truth)
+    return harness.Case(name, capture_file(path, compile=options), truth)
 
 
 @pytest.fixture(scope="session")
@@ -394,9 +394,9 @@ def bert_kwargs_report():
     """tests/models/bert_kwargs.py (Hugging Face BERT called with keywords; its first call sets
     config.problem_type, so the input set recompiles) through the eager backend."""
     from tcinspect.capturing.engine import capture_file
-    from tcinspect.report import Options
+    from tcinspect.report import CompileOptions
 
-    return capture_file(MODELS / "bert_kwargs.py", options=Options(backend="eager"))
+    return capture_file(MODELS / "bert_kwargs.py", compile=CompileOptions(backend="eager"))
 
 
 #: Headless Chromium's flags for the browser tests: no sandbox (CI runs as root), and nothing that reaches out
