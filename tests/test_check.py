@@ -48,6 +48,23 @@ def test_data_dependent_breaks_are_counted(capsys, tmp_path, monkeypatch):
     assert code == 1 and "graph_breaks 1 > max 0" in out
 
 
+def test_check_compiles_in_a_child_process_unless_in_process_is_asked(capsys, project, monkeypatch):
+    # a CI gate ends with a verdict (a crash or a hang is exit 4): by default check compiles in a child process;
+    # only $TCINSPECT_IN_PROCESS, which this suite sets so that check's other tests import torch once, does not
+    from tcinspect.capturing import isolate
+
+    children = []
+    real = isolate.capture_isolated
+    monkeypatch.setattr(isolate, "capture_isolated", lambda *a, **kw: children.append(a) or real(*a, **kw))
+    monkeypatch.delenv("TCINSPECT_IN_PROCESS")
+    code, out, _ = cli(capsys, "check", "model.py", "--max-graph-breaks", "2", *CHECK)
+    assert code == 1 and "graph_breaks 3 > max 2" in out and len(children) == 1
+    monkeypatch.setenv("TCINSPECT_IN_PROCESS", "1")
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(project / "another-cache"))  # compile again, not reuse
+    code, out, _ = cli(capsys, "check", "model.py", "--max-graph-breaks", "2", *CHECK)
+    assert code == 1 and "graph_breaks 3 > max 2" in out and len(children) == 1
+
+
 def test_baseline_regression_improvement_and_line_shift(capsys, project):
     lock = project / "tcinspect.lock.yaml"
     code, _, err = cli(capsys, "check", "model.py", "--baseline", str(lock), "--update", *CHECK)
