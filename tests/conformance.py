@@ -6,7 +6,8 @@ same compile, taken in the same process just before:
 - ``graphs``: how many graphs Dynamo handed to the backend (a counting backend around aot_eager or
   Inductor), and Dynamo's own ``counters["stats"]["unique_graphs"]``;
 - ``graph_break_counter``: ``counters["graph_break"]`` after the run (message -> count);
-- ``explain_break_sites``: the user frame of every break ``torch._dynamo.explain`` reports;
+- ``explain_break_sites``: the user frame of every break torch's explain machinery reports
+  (``ExplainWithBackend`` around the counting backend: what ``torch._dynamo.explain`` reads, in the same run);
 - ``recompiles``: compile ids of ``get_compilation_metrics()`` that recompiled a frame (``a/b``, b > 0);
 - ``ops_per_graph``: the call_function / call_method / call_module nodes of each graph the counting
   backend was handed, in order (``len(gm.graph.nodes)`` less placeholders, outputs and get_attr);
@@ -123,9 +124,14 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
 
     kernels: Optional[list[str]] = None
     code: list[str] = []
+    # torch._dynamo.explain's own graph detail (_explain_graph_detail), gathered in this run rather than in a
+    # second compile of the model: every graph's compile_subgraph_reason, over every input set
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+
+    explainer = ExplainWithBackend(counting)
     _reset()
     try:
-        compiled = torch.compile(model, backend=counting)
+        compiled = torch.compile(model, backend=explainer)
 
         def run_all() -> None:
             for args in (inputs, *input_sets):
@@ -145,13 +151,8 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
         # compilation_metrics holds a second entry for a compile's backward: each compile id once
         recompiles = list(dict.fromkeys(m.compile_id for m in get_compilation_metrics()
                                         if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0))
-    finally:
-        _reset()
-    model, inputs, _ = make()
-    try:
-        explained = torch._dynamo.explain(model)(*inputs)
         sites = {(os.path.basename(r.user_stack[-1].filename), r.user_stack[-1].lineno)
-                 for r in explained.break_reasons if r.user_stack}
+                 for r in explainer.output().break_reasons if r.user_stack}
     finally:
         _reset()
     return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code), ops, seen)

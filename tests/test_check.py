@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from helpers import MODELS, SAMPLES, cli
+from helpers import MODELS, ROOT, SAMPLES, cli
 from tcinspect import outfile
 from tcinspect.assertions import assert_compiles
 
@@ -46,6 +47,23 @@ def test_data_dependent_breaks_are_counted(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, _ = cli(capsys, "check", str(MODELS / "breaks" / "data_dependent.py"), "--max-graph-breaks", "0", *CHECK)
     assert code == 1 and "graph_breaks 1 > max 0" in out
+
+
+def test_check_compiles_in_a_child_process_unless_in_process_is_asked(capsys, project, monkeypatch):
+    # a CI gate ends with a verdict (a crash or a hang is exit 4): by default check compiles in a child process;
+    # only $TCINSPECT_IN_PROCESS, which this suite sets so that check's other tests import torch once, does not
+    from tcinspect.capturing import isolate
+
+    children = []
+    real = isolate.capture_isolated
+    monkeypatch.setattr(isolate, "capture_isolated", lambda *a, **kw: children.append(a) or real(*a, **kw))
+    monkeypatch.delenv("TCINSPECT_IN_PROCESS")
+    code, out, _ = cli(capsys, "check", "model.py", "--max-graph-breaks", "2", *CHECK)
+    assert code == 1 and "graph_breaks 3 > max 2" in out and len(children) == 1
+    monkeypatch.setenv("TCINSPECT_IN_PROCESS", "1")
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(project / "another-cache"))  # compile again, not reuse
+    code, out, _ = cli(capsys, "check", "model.py", "--max-graph-breaks", "2", *CHECK)
+    assert code == 1 and "graph_breaks 3 > max 2" in out and len(children) == 1
 
 
 def test_baseline_regression_improvement_and_line_shift(capsys, project):
@@ -189,7 +207,7 @@ def test_assert_compiles_passes_and_fails_readably():
     assert "recompiles 1 > max 0" in str(err.value) and "recompile" in str(err.value)
 
 
-def test_pytest_plugin_fixture_fails_a_test_with_the_breaks(tmp_path):
+def test_pytest_plugin_fixture_fails_a_test_with_the_breaks_and_no_trace_log_lines(tmp_path):
     test_file = tmp_path / "test_model.py"
     test_file.write_text(
         "import torch\n\n"
@@ -200,7 +218,10 @@ def test_pytest_plugin_fixture_fails_a_test_with_the_breaks(tmp_path):
         "    tcinspect_check(forward, torch.randn(3), max_graph_breaks=0)\n"
     )
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-                         capture_output=True, text=True, cwd=tmp_path)
+                         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+                         timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "graph_breaks 1 > max 0" in res.stdout and "test_model.py:4 in forward" in res.stdout
-    assert "Failed to trace builtin operator" in res.stdout
+    assert "Failed to trace builtin operator" in res.stdout and "torch.compile budget exceeded" in res.stdout
+    # the failing test's report shows the budget, never the structured trace's own log lines
+    assert "torch.__trace" not in res.stdout and "torch.__trace" not in res.stderr

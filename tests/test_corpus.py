@@ -95,7 +95,8 @@ CASES = [
     Case("no_device.py", 2, ("--device cuda was asked for, but this machine has no CUDA GPU",),
          ("--backend", "eager", "--device", "cuda")),
     Case("takes_no_arguments.py", 2, ("unexpected argument 'extra'", "is a model file"), ("extra", "--backend", "eager")),
-    Case("hangs.py", 4, ("ran past --timeout 20 s",), ("--timeout", "20"), command="breaks",
+    # breaks compiles with Dynamo alone: the child records the break at line 7 a few seconds in, then hangs
+    Case("hangs.py", 4, ("ran past --timeout 12 s",), ("--timeout", "12"), command="breaks",
          check=lambda out, err, tmp: None if "hangs.py:7" in out else pytest.fail(out)),
     # not errors: models that misbehave in ways tcinspect must absorb
     Case("loud.py", 0, (), ("--backend", "eager", "-f", "json"), check=_json_is_clean),

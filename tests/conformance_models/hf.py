@@ -65,11 +65,14 @@ def longformer_global():
 
 
 def switch_transformers():
+    """One encoder and one decoder layer, two experts: the encoder's layer routes (sparse), the decoder's is dense
+    (``decoder_sparse_step=0``); the router alone breaks the graph and recompiles, and a second sparse layer
+    only repeated that at twice the compile time."""
     from transformers import SwitchTransformersConfig, SwitchTransformersModel
 
     torch.manual_seed(0)
     cfg = SwitchTransformersConfig(num_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, d_kv=16, num_heads=2,
-                                   num_experts=2, expert_capacity=8, vocab_size=128, decoder_sparse_step=1,
+                                   num_experts=2, expert_capacity=8, vocab_size=128, decoder_sparse_step=0,
                                    encoder_sparse_step=1)
     model = SwitchTransformersModel(cfg).eval()
     return model, (_ids(128, seq=8), None, _ids(128, seq=4))

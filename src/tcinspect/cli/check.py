@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -52,13 +54,16 @@ MaxPeakRatio = Annotated[Optional[float], typer.Option(
 
 
 CheckTimeoutOpt = Annotated[Optional[float], typer.Option(
-    "--timeout", help="Seconds before a capture is stopped; check always compiles in a child process so a "
-                      "crash or hang fails the build with exit 4.", min=1)]
+    "--timeout", help="Seconds before a capture is stopped (default 1800); check compiles in a child process so "
+                      "a crash or hang fails the build with exit 4.", show_default=False, min=1)]
+
+#: check's --timeout when none is given: a CI gate compiles in a child process, so that it ends with a verdict
+DEFAULT_TIMEOUT = 1800.0
 
 
 @app.command(epilog="Example: tcinspect check sample_models/graph_breaks.py --max-graph-breaks 3 --format github")
 @c.capture_options("model_name script inputs_name device backend mode dynamic no_backward fresh timeout nproc launcher_args rank "
-                   "strict jobs debug", timeout=(CheckTimeoutOpt, 1800))
+                   "strict jobs debug", timeout=(CheckTimeoutOpt, None))
 def check(
     files: Annotated[Optional[list[str]], typer.Argument(
         help="Model files or saved reports (default: `models` in [tool.tcinspect]).", show_default=False)] = None,
@@ -100,6 +105,9 @@ def check(
     from tcinspect.analysis import budget, checks
     from tcinspect.render import checks as render
 
+    if capture.timeout is None and os.environ.get(c.IN_PROCESS_ENV, "") in ("", "0"):
+        # only $TCINSPECT_IN_PROCESS (the test suite's) compiles in this process; --timeout always isolates
+        capture = replace(capture, values={**capture.values, "timeout": DEFAULT_TIMEOUT})
     config = checks.load_config()
     paths = checks.models_in(files or [], config)
     if not paths:
