@@ -20,10 +20,10 @@ import re
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, Optional, Union
+from typing import IO, Any, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
@@ -121,17 +121,21 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     if name in ev_mod.IGNORED:
         return None
     if name == ev_mod.CHROMIUM_EVENT and payload is not None:
-        # the span's JSON read from the bytes (not decoded to text first), kept compact as from_record keeps it
-        try:
-            span = jsonfast.loads_text(payload)
-        except ValueError:
-            span = None
-        if isinstance(span, str):  # JSON text of a string is no span (compact_span would read the string as JSON)
-            span = None
         key = "artifact" if "artifact" in meta else name  # where from_record looks for the event's own metadata
+        own = meta.get(key)
+        compact = None if isinstance(own, dict) and "ph" in own else _compact_span(payload)
+        if compact is None:
+            # the span's JSON read from the bytes (not decoded to text first), kept compact as from_record keeps it
+            try:
+                span = jsonfast.loads_text(payload)
+            except ValueError:
+                span = None
+            if isinstance(span, str):  # JSON text of a string is no span (compact_span would read it as JSON)
+                span = None
+            compact = ev_mod.compact_span(own, span)
         try:  # the Event from_record(meta with the compact span, None) makes
             return Event(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
-                         attempt=int(meta.get("attempt") or 0), meta=ev_mod.compact_span(meta.get(key), span),
+                         attempt=int(meta.get("attempt") or 0), meta=compact,
                          compiled_autograd_id=meta.get("compiled_autograd_id"))
         except (TypeError, ValueError):
             health.lines_not_understood += 1
@@ -147,6 +151,42 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     except (TypeError, ValueError, AttributeError):  # a record of the right shape with values of the wrong types
         health.lines_not_understood += 1
         return None
+
+
+def _span_decoder() -> Optional[Callable[[bytes], Any]]:
+    """msgspec's decoder of a chromium span that builds only what compact_span keeps (``ph``, ``name``, ``ts`` and
+    the kept arguments) and skips the rest unbuilt; None without msgspec."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    # a missing argument reads as null, and compact_span leaves out the null ones alike
+    args = msgspec.defstruct("SpanArgs", [(k, Any, None) for k in ev_mod._CHROMIUM_ARGS])
+    span = msgspec.defstruct("Span", [("ph", Any, ""), ("name", Any, ""), ("ts", Any, 0.0),
+                                      ("args", Optional[args], None)])  # type: ignore[valid-type]
+    return cast(Callable[[bytes], Any], msgspec.json.Decoder(span).decode)
+
+
+_decode_span: Optional[Callable[[bytes], Any]] = None
+_span_tried = False
+
+
+def _compact_span(payload: bytes) -> Optional[dict[str, Any]]:
+    """``compact_span(None, json.loads(payload))`` for a span that is a JSON object whose ``args`` is an object or
+    null or missing, read without building what compact_span leaves out; None for anything else (the caller reads
+    it the general way, which gives the same value for every input this reads)."""
+    global _decode_span, _span_tried
+    if not _span_tried:
+        _decode_span, _span_tried = _span_decoder(), True
+    if _decode_span is None:
+        return None
+    try:
+        span = _decode_span(payload)
+    except ValueError:  # msgspec's DecodeError and ValidationError: not such a span, or not strict JSON
+        return None
+    args = span.args
+    kept = {} if args is None else {k: v for k in ev_mod._CHROMIUM_ARGS if (v := getattr(args, k)) is not None}
+    return {"ph": span.ph, "name": span.name, "ts": span.ts, "args": kept}
 
 
 def _name_files(start: object, strings: dict[int, str]) -> None:
@@ -357,6 +397,10 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
     from concurrent.futures import Future, ProcessPoolExecutor
 
     from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
+
+    # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
+    jsonfast.loads(b"0")
+    _compact_span(b"{}")
 
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
