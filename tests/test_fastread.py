@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import pickle
 import random
 import re
 from pathlib import Path
@@ -226,3 +227,25 @@ def test_a_span_read_without_building_what_is_left_out_is_compact_span_of_json_l
         spans = [r[r.find(b"\n") + 2:].replace(b"\n\t", b"\n") for r, _ in records if b'{"chromium_event"' in r[:200]]
         assert len(spans) > 200
         assert all(repr(torchtrace._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
+
+
+def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 3)
+    log = str(sorted(d.iterdir())[0])
+    alone, _ = torchtrace.log_report(log, as_rank=True)
+    assert any(lookup.components for c in alone.compile_time.compiles for lookup in c.caches)
+    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's
+    with memo.across_ranks():
+        first = torchtrace.read_rank((0, log))
+        again = torchtrace.read_rank((2, log))
+    torchtrace.end_reading()
+    named = first[2][:-6]  # the components tuples, then the six parts
+    assert named and all(data for _, data in named) and not any(data for _, data in again[2])
+    # the compile-time part carries each look-up's components as a digest: a fraction of its whole pickle
+    assert len(first[2][-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
+    monkeypatch.setattr(torchtrace, "_sent", None)  # one process: each rank carries what it names
+    later = torchtrace.read_rank((2, log))
+    assert [digest for digest, _ in later[2]] == [digest for digest, _ in first[2]] and all(data for _, data in later[2])
+    merged = torchtrace.merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
+    assert merged.ranks[0].compile_time == alone.compile_time
+    assert not torchtrace._received  # nothing kept once merged

@@ -13,7 +13,9 @@ most held at once), and only the payloads the report is built from are decoded.
 
 from __future__ import annotations
 
+import copyreg
 import hashlib
+import io
 import os
 import pickle
 import re
@@ -29,7 +31,18 @@ from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import jsonfast, logfiles, memo, shapes
 from tcinspect.parse.events import Event
-from tcinspect.report import DdpSplit, EventCount, IgnoredFile, Options, ParseHealth, Report, Stages, Target
+from tcinspect.report import (
+    CacheKeyComponent,
+    CacheLookup,
+    DdpSplit,
+    EventCount,
+    IgnoredFile,
+    Options,
+    ParseHealth,
+    Report,
+    Stages,
+    Target,
+)
 
 #: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX); which files are logs: parse/logfiles.py
 LOG_PREFIX = logfiles.LOG_PREFIX
@@ -163,7 +176,7 @@ def _span_decoder() -> Optional[Callable[[bytes], Any]]:
     # a missing argument reads as null, and compact_span leaves out the null ones alike
     args = msgspec.defstruct("SpanArgs", [(k, Any, None) for k in ev_mod._CHROMIUM_ARGS])
     span = msgspec.defstruct("Span", [("ph", Any, ""), ("name", Any, ""), ("ts", Any, 0.0),
-                                      ("args", Optional[args], None)])  # type: ignore[valid-type]
+                                      ("args", Optional[args], None)])
     return cast(Callable[[bytes], Any], msgspec.json.Decoder(span).decode)
 
 
@@ -298,17 +311,81 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     except TraceLogError as exc:
         return rank, exc, ()
     values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
-    parts = []
+    pickled = []
+    _named.clear()
     for value in values:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        digest = hashlib.blake2b(data, digest_size=16).digest()
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = _DISPATCH
+        pickler.dump(value)
+        data = buf.getvalue()
+        pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
+    # the key components its cache look-ups name go first (the parts name them by digest), then the six parts
+    parts = []
+    for digest, data in [*_named.values(), *pickled]:
         if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
             if digest in _sent:
                 data = b""
             else:
                 _sent.add(digest)
         parts.append((digest, data))
+    _named.clear()
     return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
+
+
+#: key components (the FX graph cache's key, listed whole: most of a rank's compile-time part) by the id of their
+#: tuple, with their pickle's digest and the pickle: ranks that compiled alike share the tuple (parse/memo.py), so
+#: it is pickled once and each cache look-up carries only the digest. Bounded by _COMPONENTS_KEPT bytes of
+#: pickles, the oldest dropped first (a tuple dropped is pickled again when a rank names it)
+_components: dict[int, tuple[tuple[CacheKeyComponent, ...], bytes, bytes]] = {}
+_COMPONENTS_KEPT = 16 << 20
+_components_bytes = 0
+#: the components tuples the rank being pickled names: digest -> (digest, pickle)
+_named: dict[bytes, tuple[bytes, bytes]] = {}
+#: while merge_ranks reads a rank's parts: every part and components tuple read so far, by digest
+_received: dict[bytes, Any] = {}
+
+
+def _components_digest(components: tuple[CacheKeyComponent, ...]) -> bytes:
+    global _components_bytes
+    kept = _components.get(id(components))
+    if kept is None or kept[0] is not components:
+        data = pickle.dumps(components, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = (components, hashlib.blake2b(data, digest_size=16).digest(), data)
+        _components[id(components)] = kept
+        _components_bytes += len(data)
+        while _components_bytes > _COMPONENTS_KEPT and len(_components) > 1:
+            _components_bytes -= len(_components.pop(next(iter(_components)))[2])
+    _named[kept[1]] = (kept[1], kept[2])
+    return kept[1]
+
+
+def _reduce_lookup(lookup: CacheLookup) -> Any:
+    """A cache look-up pickled with its key components as their digest (merge_ranks reads them by it)."""
+    state = dict(lookup.__dict__)
+    if not lookup.components:
+        return _lookup, (state, None)
+    state["components"] = ()
+    return _lookup, (state, _components_digest(lookup.components))
+
+
+def _lookup(state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
+    if components is not None:
+        state["components"] = _received[components]
+    out = object.__new__(CacheLookup)
+    out.__dict__.update(state)
+    return out
+
+
+_DISPATCH = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup}
+
+
+def end_reading() -> None:
+    """Drop the components tuples kept pickled while the ranks of a directory were read in this process."""
+    global _components_bytes
+    _components.clear()
+    _named.clear()
+    _components_bytes = 0
 
 
 #: in a pool worker, the digests of the parts it has sent: the reader takes each worker's results in the order the
@@ -390,8 +467,11 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
     in flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
-        with memo.across_ranks():
-            yield from (read_rank(e) for e in entries)
+        try:
+            with memo.across_ranks():
+                yield from (read_rank(e) for e in entries)
+        finally:
+            end_reading()
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -407,8 +487,11 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
     try:
         pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        with memo.across_ranks():
-            yield from (read_rank(e) for e in entries)
+        try:
+            with memo.across_ranks():
+                yield from (read_rank(e) for e in entries)
+        finally:
+            end_reading()
         return
     window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:
@@ -431,15 +514,24 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
     """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
     top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
     are unpickled and kept once."""
-    from tcinspect.parse.merge import merge
-    from tcinspect.report import OK, RankReport
-
-    shared: dict[bytes, Any] = {}
+    shared = _received
+    shared.clear()
 
     def part(digest: bytes, data: bytes) -> Any:
         if digest not in shared:
             shared[digest] = pickle.loads(data)
         return shared[digest]
+
+    try:
+        return _merge_ranks(results, shown_as, ignored, names, part)
+    finally:
+        shared.clear()
+
+
+def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
+                 names: Mapping[int, str], part: Callable[[bytes, bytes], Any]) -> Report:
+    from tcinspect.parse.merge import merge
+    from tcinspect.report import OK, RankReport
 
     ranks: list[RankReport] = []
     base: Optional[Report] = None
@@ -454,7 +546,8 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
             errors.append(rep)
             continue
-        dynamo, aot, inductor, compiles, compile_time, splits = (part(d, b) for d, b in parts)
+        # the key components they name first, then the six parts
+        dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in parts][-6:]
         stages = Stages(dynamo, aot, inductor)
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
