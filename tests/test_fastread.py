@@ -200,7 +200,9 @@ def test_a_chromium_span_reads_as_from_record_reads_it(meta, payload):
         assert (got.name, got.frame_id, got.frame_compile_id, got.attempt, got.meta, got.payload, got.call,
                 got.compiled_autograd_id) == (want.name, want.frame_id, want.frame_compile_id, want.attempt,
                                               want.meta, want.payload, want.call, want.compiled_autograd_id)
-
+        # made without its __init__, it is the same object field for field, in the same order
+        assert type(got) is ev_mod.Event and list(vars(got).items()) == list(vars(want).items()) and got == want
+        assert got.compile_id == want.compile_id
 
 
 SPAN_CASES = [b'{"ph": "B", "name": "n", "ts": 1795425321862670.2, "args": {"compile_id": "0/0", "fn_name": "f"}}',

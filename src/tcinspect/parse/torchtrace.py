@@ -146,13 +146,18 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
             if isinstance(span, str):  # JSON text of a string is no span (compact_span would read it as JSON)
                 span = None
             compact = ev_mod.compact_span(own, span)
-        try:  # the Event from_record(meta with the compact span, None) makes
-            return Event(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
-                         attempt=int(meta.get("attempt") or 0), meta=compact,
-                         compiled_autograd_id=meta.get("compiled_autograd_id"))
+        try:
+            attempt = int(meta.get("attempt") or 0)
         except (TypeError, ValueError):
             health.lines_not_understood += 1
             return None
+        # the Event from_record(meta with the compact span, None) makes, its fields set as its __init__ sets them
+        # (most records are spans: a frozen dataclass's __init__ costs about three times this)
+        event = object.__new__(Event)
+        event.__dict__.update(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
+                              attempt=attempt, meta=compact, payload="", call=-1,
+                              compiled_autograd_id=meta.get("compiled_autograd_id"))
+        return event
     keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
     text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
