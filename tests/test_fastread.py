@@ -251,3 +251,24 @@ def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
     merged = torchtrace.merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
     assert merged.ranks[0].compile_time == alone.compile_time
     assert not torchtrace._received  # nothing kept once merged
+
+
+def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 6)
+    logs = sorted(d.iterdir())
+    entries = [(r, str(p)) for r, p in enumerate(logs)]
+    sizes = {r: p.stat().st_size for r, p in enumerate(logs)}
+    from concurrent.futures import ProcessPoolExecutor
+
+    submitted = []
+    submit = ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *a: (submitted.append(a[0][0]), submit(self, fn, *a))[1])
+    got = list(torchtrace._map(entries, 2, sizes))
+    assert submitted == sorted(range(6), key=lambda r: -sizes[r]) != list(range(6))
+    assert [e[0] for e in got] == submitted
+    with memo.across_ranks():
+        in_order = [torchtrace.read_rank(e) for e in entries]
+    torchtrace.end_reading()
+    one = torchtrace.merge_ranks(in_order, str(d), (), {})
+    shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
+    assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None

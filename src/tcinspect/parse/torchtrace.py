@@ -436,7 +436,8 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
     if len(entries) == 1:
         return _with_ignored(log_report(entries[0][1], shown, len(ignored))[0], ignored)
     names = {r: f.name for r, f in found.ranks.items()}
-    return merge_ranks(_map(entries, jobs), shown, ignored, names)
+    sizes = {r: f.size for r, f in found.ranks.items()}
+    return merge_ranks(_map(entries, jobs, sizes), shown, ignored, names)
 
 
 def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
@@ -467,9 +468,11 @@ def workers(jobs: Optional[int], tasks: int) -> int:
     return max(1, min(tasks, jobs))
 
 
-def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEntry]:
-    """Each rank's report in rank order, read by a pool of processes; at most a few ranks per worker are
-    in flight, so memory holds a few ranks' reports, not all of them."""
+def _map(entries: list[tuple[int, str]], jobs: Optional[int],
+         sizes: Optional[Mapping[int, int]] = None) -> Iterator[RankEntry]:
+    """Each rank's report, read by a pool of processes, the largest logs (``sizes``, in bytes) first so that no
+    worker is left with a large one at the end (else in rank order); at most a few ranks per worker are in
+    flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
         try:
@@ -498,6 +501,8 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEn
         finally:
             end_reading()
         return
+    if sizes:
+        entries = sorted(entries, key=lambda e: -sizes.get(e[0], 0))
     window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:
         pending: deque[Future[RankEntry]] = deque()
@@ -541,15 +546,12 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
     ranks: list[RankReport] = []
     base: Optional[Report] = None
     base_rank = -1
-    errors: list[TraceLogError] = []
-    unknown: dict[str, int] = {}
-    artifacts: dict[str, int] = {}
-    counts = [0, 0, 0]
-    read_s = 0.0
+    errors: list[tuple[int, TraceLogError]] = []
+    read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
     for r, rep, parts in results:
         if isinstance(rep, TraceLogError):
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
-            errors.append(rep)
+            errors.append((r, rep))
             continue
         # the key components they name first, then the six parts
         dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in parts][-6:]
@@ -559,6 +561,14 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
                                 log=names.get(r, "")))
         if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
             base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
+        read.append((r, rep))
+    if base is None:
+        raise min(errors, key=lambda e: e[0])[1]
+    unknown: dict[str, int] = {}
+    artifacts: dict[str, int] = {}
+    counts = [0, 0, 0]
+    read_s = 0.0
+    for _, rep in sorted(read, key=lambda e: e[0]):  # the same whole in whatever order the results came
         read_s += dict(rep.timings).get("read_s", 0.0)
         if rep.parse is None:
             continue
@@ -569,8 +579,6 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
         counts[0] += rep.parse.lines_not_understood
         counts[1] += rep.parse.payload_mismatches
         counts[2] += rep.parse.truncated_payloads
-    if base is None:
-        raise errors[0]
     parse = None
     if unknown or artifacts or any(counts) or ignored:
         parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
