@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import pickle
 import random
 import re
 from pathlib import Path
@@ -199,4 +200,75 @@ def test_a_chromium_span_reads_as_from_record_reads_it(meta, payload):
         assert (got.name, got.frame_id, got.frame_compile_id, got.attempt, got.meta, got.payload, got.call,
                 got.compiled_autograd_id) == (want.name, want.frame_id, want.frame_compile_id, want.attempt,
                                               want.meta, want.payload, want.call, want.compiled_autograd_id)
+        # made without its __init__, it is the same object field for field, in the same order
+        assert type(got) is ev_mod.Event and list(vars(got).items()) == list(vars(want).items()) and got == want
+        assert got.compile_id == want.compile_id
 
+
+SPAN_CASES = [b'{"ph": "B", "name": "n", "ts": 1795425321862670.2, "args": {"compile_id": "0/0", "fn_name": "f"}}',
+              b'{"ph": null, "args": null}', b'{}', b'{"args": {"compile_id": null, "is_backward": false, "x": [1]}}',
+              b'{"ph": "B", "ph": "E", "args": {"cache_state": "hit", "cache_state": "miss"}}', b'{"args": [1]}',
+              b'[1]', b'"{}"', b'NaN', b'{"ts": 1e400}', b'{"name": "a\\ud800"}', b'{"ts": 123456789012345678901234567890}',
+              b'{"name": "x"} y', b'\xff', b'{"args": {"time_saved_ms": 3}, "extra": {"deep": [1, 2, {"a": 1}]}}']
+
+
+@pytest.mark.parametrize("data", SPAN_CASES)
+def test_a_span_read_without_building_what_is_left_out_is_compact_span_of_json_loads(data):
+    try:
+        span = json.loads(data.decode("utf-8", errors="replace"))
+    except ValueError:
+        span = None
+    expected = ev_mod.compact_span({}, None if isinstance(span, str) else span)
+    got = torchtrace._compact_span(data)
+    if got is not None:  # None: the caller reads it the general way (json.loads' value, by compact_span)
+        assert repr(got) == repr(expected) and [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+    # every span of a recorded log is read the fast way, to the same value
+    if data == SPAN_CASES[0]:
+        with gzip.open(RANK1) as fh:
+            records = list(torchtrace._records(fh, torchtrace.LogHealth()))
+        spans = [r[r.find(b"\n") + 2:].replace(b"\n\t", b"\n") for r, _ in records if b'{"chromium_event"' in r[:200]]
+        assert len(spans) > 200
+        assert all(repr(torchtrace._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
+
+
+def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 3)
+    log = str(sorted(d.iterdir())[0])
+    alone, _ = torchtrace.log_report(log, as_rank=True)
+    assert any(lookup.components for c in alone.compile_time.compiles for lookup in c.caches)
+    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's
+    with memo.across_ranks():
+        first = torchtrace.read_rank((0, log))
+        again = torchtrace.read_rank((2, log))
+    torchtrace.end_reading()
+    named = first[2][:-6]  # the components tuples, then the six parts
+    assert named and all(data for _, data in named) and not any(data for _, data in again[2])
+    # the compile-time part carries each look-up's components as a digest: a fraction of its whole pickle
+    assert len(first[2][-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
+    monkeypatch.setattr(torchtrace, "_sent", None)  # one process: each rank carries what it names
+    later = torchtrace.read_rank((2, log))
+    assert [digest for digest, _ in later[2]] == [digest for digest, _ in first[2]] and all(data for _, data in later[2])
+    merged = torchtrace.merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
+    assert merged.ranks[0].compile_time == alone.compile_time
+    assert not torchtrace._received  # nothing kept once merged
+
+
+def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 6)
+    logs = sorted(d.iterdir())
+    entries = [(r, str(p)) for r, p in enumerate(logs)]
+    sizes = {r: p.stat().st_size for r, p in enumerate(logs)}
+    from concurrent.futures import ProcessPoolExecutor
+
+    submitted = []
+    submit = ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *a: (submitted.append(a[0][0]), submit(self, fn, *a))[1])
+    got = list(torchtrace._map(entries, 2, sizes))
+    assert submitted == sorted(range(6), key=lambda r: -sizes[r]) != list(range(6))
+    assert [e[0] for e in got] == submitted
+    with memo.across_ranks():
+        in_order = [torchtrace.read_rank(e) for e in entries]
+    torchtrace.end_reading()
+    one = torchtrace.merge_ranks(in_order, str(d), (), {})
+    shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
+    assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None

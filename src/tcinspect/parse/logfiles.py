@@ -101,9 +101,14 @@ def open_log(source: Union[str, Path]) -> IO[bytes]:
         raw = fs.open(path, "rb", block_size=0) if fs.protocol in ("http", "https") or "http" in fs.protocol \
             else fs.open(path, "rb")
     else:
-        raw = open(source, "rb")  # noqa: SIM115 - handed to the caller, who closes it
+        raw = open(source, "rb", buffering=0)  # noqa: SIM115 - handed to the caller, who closes it
     head = raw.read(2)
-    stream = io.BufferedReader(_Rejoined(head, raw), 1 << 20)
+    stream: IO[bytes]
+    if isinstance(raw, io.FileIO) and raw.seekable():  # a local file: read from its start again, no copy of each block
+        raw.seek(0)
+        stream = io.BufferedReader(raw, 1 << 20)
+    else:  # a remote stream, a pipe
+        stream = io.BufferedReader(_Rejoined(head, raw), 1 << 20)
     return cast(IO[bytes], gzip.GzipFile(fileobj=stream, mode="rb")) if head == b"\x1f\x8b" else stream
 
 

@@ -13,23 +13,36 @@ most held at once), and only the payloads the report is built from are decoded.
 
 from __future__ import annotations
 
+import copyreg
 import hashlib
+import io
 import os
 import pickle
 import re
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, Optional, Union
+from typing import IO, Any, Optional, Union, cast
 
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import jsonfast, logfiles, memo, shapes
 from tcinspect.parse.events import Event
-from tcinspect.report import DdpSplit, EventCount, IgnoredFile, Options, ParseHealth, Report, Stages, Target
+from tcinspect.report import (
+    CacheKeyComponent,
+    CacheLookup,
+    DdpSplit,
+    EventCount,
+    IgnoredFile,
+    Options,
+    ParseHealth,
+    Report,
+    Stages,
+    Target,
+)
 
 #: torch's file name prefix (torch/_logging/_internal.py LOG_PREFIX); which files are logs: parse/logfiles.py
 LOG_PREFIX = logfiles.LOG_PREFIX
@@ -121,21 +134,30 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     if name in ev_mod.IGNORED:
         return None
     if name == ev_mod.CHROMIUM_EVENT and payload is not None:
-        # the span's JSON read from the bytes (not decoded to text first), kept compact as from_record keeps it
-        try:
-            span = jsonfast.loads_text(payload)
-        except ValueError:
-            span = None
-        if isinstance(span, str):  # JSON text of a string is no span (compact_span would read the string as JSON)
-            span = None
         key = "artifact" if "artifact" in meta else name  # where from_record looks for the event's own metadata
-        try:  # the Event from_record(meta with the compact span, None) makes
-            return Event(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
-                         attempt=int(meta.get("attempt") or 0), meta=ev_mod.compact_span(meta.get(key), span),
-                         compiled_autograd_id=meta.get("compiled_autograd_id"))
+        own = meta.get(key)
+        compact = None if isinstance(own, dict) and "ph" in own else _compact_span(payload)
+        if compact is None:
+            # the span's JSON read from the bytes (not decoded to text first), kept compact as from_record keeps it
+            try:
+                span = jsonfast.loads_text(payload)
+            except ValueError:
+                span = None
+            if isinstance(span, str):  # JSON text of a string is no span (compact_span would read it as JSON)
+                span = None
+            compact = ev_mod.compact_span(own, span)
+        try:
+            attempt = int(meta.get("attempt") or 0)
         except (TypeError, ValueError):
             health.lines_not_understood += 1
             return None
+        # the Event from_record(meta with the compact span, None) makes, its fields set as its __init__ sets them
+        # (most records are spans: a frozen dataclass's __init__ costs about three times this)
+        event = object.__new__(Event)
+        event.__dict__.update(name=name, frame_id=meta.get("frame_id"), frame_compile_id=meta.get("frame_compile_id"),
+                              attempt=attempt, meta=compact, payload="", call=-1,
+                              compiled_autograd_id=meta.get("compiled_autograd_id"))
+        return event
     keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
     text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
@@ -147,6 +169,42 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     except (TypeError, ValueError, AttributeError):  # a record of the right shape with values of the wrong types
         health.lines_not_understood += 1
         return None
+
+
+def _span_decoder() -> Optional[Callable[[bytes], Any]]:
+    """msgspec's decoder of a chromium span that builds only what compact_span keeps (``ph``, ``name``, ``ts`` and
+    the kept arguments) and skips the rest unbuilt; None without msgspec."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    # a missing argument reads as null, and compact_span leaves out the null ones alike
+    args = msgspec.defstruct("SpanArgs", [(k, Any, None) for k in ev_mod._CHROMIUM_ARGS])
+    span = msgspec.defstruct("Span", [("ph", Any, ""), ("name", Any, ""), ("ts", Any, 0.0),
+                                      ("args", Optional[args], None)])
+    return cast(Callable[[bytes], Any], msgspec.json.Decoder(span).decode)
+
+
+_decode_span: Optional[Callable[[bytes], Any]] = None
+_span_tried = False
+
+
+def _compact_span(payload: bytes) -> Optional[dict[str, Any]]:
+    """``compact_span(None, json.loads(payload))`` for a span that is a JSON object whose ``args`` is an object or
+    null or missing, read without building what compact_span leaves out; None for anything else (the caller reads
+    it the general way, which gives the same value for every input this reads)."""
+    global _decode_span, _span_tried
+    if not _span_tried:
+        _decode_span, _span_tried = _span_decoder(), True
+    if _decode_span is None:
+        return None
+    try:
+        span = _decode_span(payload)
+    except ValueError:  # msgspec's DecodeError and ValidationError: not such a span, or not strict JSON
+        return None
+    args = span.args
+    kept = {} if args is None else {k: v for k in ev_mod._CHROMIUM_ARGS if (v := getattr(args, k)) is not None}
+    return {"ph": span.ph, "name": span.name, "ts": span.ts, "args": kept}
 
 
 def _name_files(start: object, strings: dict[int, str]) -> None:
@@ -258,17 +316,81 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     except TraceLogError as exc:
         return rank, exc, ()
     values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
-    parts = []
+    pickled = []
+    _named.clear()
     for value in values:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        digest = hashlib.blake2b(data, digest_size=16).digest()
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = _DISPATCH
+        pickler.dump(value)
+        data = buf.getvalue()
+        pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
+    # the key components its cache look-ups name go first (the parts name them by digest), then the six parts
+    parts = []
+    for digest, data in [*_named.values(), *pickled]:
         if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
             if digest in _sent:
                 data = b""
             else:
                 _sent.add(digest)
         parts.append((digest, data))
+    _named.clear()
     return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
+
+
+#: key components (the FX graph cache's key, listed whole: most of a rank's compile-time part) by the id of their
+#: tuple, with their pickle's digest and the pickle: ranks that compiled alike share the tuple (parse/memo.py), so
+#: it is pickled once and each cache look-up carries only the digest. Bounded by _COMPONENTS_KEPT bytes of
+#: pickles, the oldest dropped first (a tuple dropped is pickled again when a rank names it)
+_components: dict[int, tuple[tuple[CacheKeyComponent, ...], bytes, bytes]] = {}
+_COMPONENTS_KEPT = 16 << 20
+_components_bytes = 0
+#: the components tuples the rank being pickled names: digest -> (digest, pickle)
+_named: dict[bytes, tuple[bytes, bytes]] = {}
+#: while merge_ranks reads a rank's parts: every part and components tuple read so far, by digest
+_received: dict[bytes, Any] = {}
+
+
+def _components_digest(components: tuple[CacheKeyComponent, ...]) -> bytes:
+    global _components_bytes
+    kept = _components.get(id(components))
+    if kept is None or kept[0] is not components:
+        data = pickle.dumps(components, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = (components, hashlib.blake2b(data, digest_size=16).digest(), data)
+        _components[id(components)] = kept
+        _components_bytes += len(data)
+        while _components_bytes > _COMPONENTS_KEPT and len(_components) > 1:
+            _components_bytes -= len(_components.pop(next(iter(_components)))[2])
+    _named[kept[1]] = (kept[1], kept[2])
+    return kept[1]
+
+
+def _reduce_lookup(lookup: CacheLookup) -> Any:
+    """A cache look-up pickled with its key components as their digest (merge_ranks reads them by it)."""
+    state = dict(lookup.__dict__)
+    if not lookup.components:
+        return _lookup, (state, None)
+    state["components"] = ()
+    return _lookup, (state, _components_digest(lookup.components))
+
+
+def _lookup(state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
+    if components is not None:
+        state["components"] = _received[components]
+    out = object.__new__(CacheLookup)
+    out.__dict__.update(state)
+    return out
+
+
+_DISPATCH = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup}
+
+
+def end_reading() -> None:
+    """Drop the components tuples kept pickled while the ranks of a directory were read in this process."""
+    global _components_bytes
+    _components.clear()
+    _named.clear()
+    _components_bytes = 0
 
 
 #: in a pool worker, the digests of the parts it has sent: the reader takes each worker's results in the order the
@@ -314,7 +436,8 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
     if len(entries) == 1:
         return _with_ignored(log_report(entries[0][1], shown, len(ignored))[0], ignored)
     names = {r: f.name for r, f in found.ranks.items()}
-    return merge_ranks(_map(entries, jobs), shown, ignored, names)
+    sizes = {r: f.size for r, f in found.ranks.items()}
+    return merge_ranks(_map(entries, jobs, sizes), shown, ignored, names)
 
 
 def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
@@ -345,27 +468,41 @@ def workers(jobs: Optional[int], tasks: int) -> int:
     return max(1, min(tasks, jobs))
 
 
-def _map(entries: list[tuple[int, str]], jobs: Optional[int]) -> Iterator[RankEntry]:
-    """Each rank's report in rank order, read by a pool of processes; at most a few ranks per worker are
-    in flight, so memory holds a few ranks' reports, not all of them."""
+def _map(entries: list[tuple[int, str]], jobs: Optional[int],
+         sizes: Optional[Mapping[int, int]] = None) -> Iterator[RankEntry]:
+    """Each rank's report, read by a pool of processes, the largest logs (``sizes``, in bytes) first so that no
+    worker is left with a large one at the end (else in rank order); at most a few ranks per worker are in
+    flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
-        with memo.across_ranks():
-            yield from (read_rank(e) for e in entries)
+        try:
+            with memo.across_ranks():
+                yield from (read_rank(e) for e in entries)
+        finally:
+            end_reading()
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
     from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
 
+    # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
+    jsonfast.loads(b"0")
+    _compact_span(b"{}")
+
     # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     try:
         pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        with memo.across_ranks():
-            yield from (read_rank(e) for e in entries)
+        try:
+            with memo.across_ranks():
+                yield from (read_rank(e) for e in entries)
+        finally:
+            end_reading()
         return
+    if sizes:
+        entries = sorted(entries, key=lambda e: -sizes.get(e[0], 0))
     window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
     with pool:
         pending: deque[Future[RankEntry]] = deque()
@@ -387,36 +524,51 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
     """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
     top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
     are unpickled and kept once."""
-    from tcinspect.parse.merge import merge
-    from tcinspect.report import OK, RankReport
-
-    shared: dict[bytes, Any] = {}
+    shared = _received
+    shared.clear()
 
     def part(digest: bytes, data: bytes) -> Any:
         if digest not in shared:
             shared[digest] = pickle.loads(data)
         return shared[digest]
 
+    try:
+        return _merge_ranks(results, shown_as, ignored, names, part)
+    finally:
+        shared.clear()
+
+
+def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
+                 names: Mapping[int, str], part: Callable[[bytes, bytes], Any]) -> Report:
+    from tcinspect.parse.merge import merge
+    from tcinspect.report import OK, RankReport
+
     ranks: list[RankReport] = []
     base: Optional[Report] = None
     base_rank = -1
-    errors: list[TraceLogError] = []
-    unknown: dict[str, int] = {}
-    artifacts: dict[str, int] = {}
-    counts = [0, 0, 0]
-    read_s = 0.0
+    errors: list[tuple[int, TraceLogError]] = []
+    read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
     for r, rep, parts in results:
         if isinstance(rep, TraceLogError):
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
-            errors.append(rep)
+            errors.append((r, rep))
             continue
-        dynamo, aot, inductor, compiles, compile_time, splits = (part(d, b) for d, b in parts)
+        # the key components they name first, then the six parts
+        dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in parts][-6:]
         stages = Stages(dynamo, aot, inductor)
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
                                 log=names.get(r, "")))
         if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
             base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
+        read.append((r, rep))
+    if base is None:
+        raise min(errors, key=lambda e: e[0])[1]
+    unknown: dict[str, int] = {}
+    artifacts: dict[str, int] = {}
+    counts = [0, 0, 0]
+    read_s = 0.0
+    for _, rep in sorted(read, key=lambda e: e[0]):  # the same whole in whatever order the results came
         read_s += dict(rep.timings).get("read_s", 0.0)
         if rep.parse is None:
             continue
@@ -427,8 +579,6 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
         counts[0] += rep.parse.lines_not_understood
         counts[1] += rep.parse.payload_mismatches
         counts[2] += rep.parse.truncated_payloads
-    if base is None:
-        raise errors[0]
     parse = None
     if unknown or artifacts or any(counts) or ignored:
         parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
