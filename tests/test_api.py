@@ -17,6 +17,9 @@ from tcinspect.capturing import engine
 from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import BenchRequest, CompileOptions, ExportRequest, Options, VerifyRequest
 
+#: tcinspect.capturing.engine imports torch
+pytestmark = pytest.mark.torch
+
 #: A record with every part set: the old spelling must come out as the same report options.
 EVERY_PART = Options(backend="aot_eager", mode="", fullgraph=True, dynamic="false", backward=False, device="cpu",
                      passes=("p.py:f",), verify=True, rtol=1e-3, atol=1e-4, export=("strict",), dynamic_dims=(0,),
