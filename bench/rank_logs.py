@@ -37,11 +37,22 @@ def _name(rank: int, rng: random.Random) -> str:
     return f"dedicated_log_torch_trace_rank_{rank}_{suffix}.log"  # tempfile.mkstemp's 8 characters
 
 
+def _log_bytes(path: Path) -> bytes:
+    """A log given by its path (``--source FILE``: any TORCH_TRACE log, e.g. one of a larger model), .gz or not."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def source_name(source: str) -> str:
+    """A short name for a source: its own, or a log file's stem."""
+    return source if source in SOURCES else Path(source).name.split(".")[0]
+
+
 def write(directory: Path, ranks: int, source: str = "ddp", outliers: bool = True, seed: int = 0) -> dict[str, int]:
     """Write the directory; returns how many ranks of each kind it holds."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
-    recorded = [gzip.decompress(p.read_bytes()) for p in SOURCES[source]]
+    recorded = [gzip.decompress(p.read_bytes()) for p in SOURCES[source]] if source in SOURCES else [_log_bytes(Path(source))]
     # the recordings once each, beside the directory (inside it they would be read as logs: by content)
     store = directory.parent / f".{directory.name}-recorded"
     store.mkdir(exist_ok=True)
@@ -75,7 +86,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("directory", type=Path)
     ap.add_argument("--ranks", type=int, default=1024)
-    ap.add_argument("--source", choices=sorted(SOURCES), default="ddp")
+    ap.add_argument("--source", default="ddp", help=f"{', '.join(sorted(SOURCES))}, or the path of a TORCH_TRACE log "
+                                                      "(every rank a copy of it)")
     ap.add_argument("--no-outliers", action="store_true")
     a = ap.parse_args()
     kinds = write(a.directory, a.ranks, a.source, outliers=not a.no_outliers)

@@ -72,7 +72,8 @@ def main() -> None:
     ap.add_argument("--ranks", default="64,256,1024")
     ap.add_argument("--jobs", default="", help="comma-separated; 0 is the reader's default (one per idle core); "
                                                  "default: 1 and every core")
-    ap.add_argument("--source", choices=sorted(rank_logs.SOURCES), default="ddp")
+    ap.add_argument("--source", default="ddp", help=f"{', '.join(sorted(rank_logs.SOURCES))}, or the path of a "
+                                                      "TORCH_TRACE log (every rank a copy of it)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="write the directories here and keep them")
     args = ap.parse_args()
@@ -92,7 +93,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
         base = args.keep or Path(tmp)
         for n in counts:
-            d = base / f"ranks{n}-{args.source}"
+            d = base / f"ranks{n}-{rank_logs.source_name(args.source)}"
             if not d.exists():
                 rank_logs.write(d, n, args.source)
             mb = sum(p.stat().st_size for p in d.iterdir()) / 1e6
