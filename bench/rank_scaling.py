@@ -2,6 +2,7 @@
 
     python bench/rank_scaling.py                                  # 64, 256 and 1,024 ranks, --jobs 1 and every core
     python bench/rank_scaling.py --ranks 256 --jobs 1,16 --source h100 --runs 3   # the 16-core row
+    python bench/rank_scaling.py --ranks 256 --jobs 1,16 --source /tmp/trace/big.log   # any log (record_rank_log.py)
 
 Self-contained: the directories are written by ``bench/rank_logs.py`` from the ranks recorded in
 ``tests/data/torch_trace`` (no network, no torch). Each read is ``tcinspect.parse.torchtrace.read(DIR,
@@ -61,6 +62,34 @@ def _run(directory: Path, jobs: int) -> dict[str, float]:
     return got
 
 
+#: the control's work: pure-Python JSON decoding, no tcinspect, nothing shared between processes
+_DOC = json.dumps([{"name": f"k{i}", "ts": i * 1.5, "args": {"a": [1, 2, 3], "b": "x" * 40}} for i in range(20000)])
+
+
+def _decode(times: int) -> float:
+    start = time.perf_counter()
+    for _ in range(times):
+        json.loads(_DOC)
+    return time.perf_counter() - start
+
+
+def control(jobs: int, times: int = 40) -> float:
+    """The machine's own ceiling: the throughput ``jobs`` processes doing the same independent pure-Python work
+    (JSON decoding, nothing shared) get, over one process's. A speed-up is read against it: where ``jobs``
+    busy cores run each one slower (a shared or virtual machine, a clock that drops with load), no reader gets
+    ``jobs``×."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    one = _decode(times)
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        list(pool.map(_decode, [1] * jobs))  # the workers started
+        start = time.perf_counter()
+        list(pool.map(_decode, [times] * jobs))
+        wall = time.perf_counter() - start
+    return jobs * one / wall
+
+
 def _slope(xs: list[float], ys: list[float]) -> float:
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
@@ -75,6 +104,8 @@ def main() -> None:
     ap.add_argument("--source", default="ddp", help=f"{', '.join(sorted(rank_logs.SOURCES))}, or the path of a "
                                                       "TORCH_TRACE log (every rank a copy of it)")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--no-control", action="store_true",
+                    help="leave out the control (the speed-up of independent pure-Python work on the same cores)")
     ap.add_argument("--keep", type=Path, help="write the directories here and keep them")
     args = ap.parse_args()
     # the package's bytecode written first, as installing it does: a child that compiles tcinspect's modules on
@@ -121,6 +152,11 @@ def main() -> None:
                   f"{_slope(ns, [w for _, w, _ in got]):.2f}, peak RSS {_slope(ns, [r for _, _, r in got]):.2f}")
     if checks:
         print("\n" + "\n".join(checks))
+    if not args.no_control:
+        for j in jobs:
+            if j > 1:
+                print(f"control: {j} processes of independent pure-Python work (JSON decoding, no tcinspect) get "
+                      f"{control(j):.2f}× one process's throughput on this machine")
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
