@@ -7,8 +7,8 @@
 Self-contained: the directories are written by ``bench/rank_logs.py`` from the ranks recorded in
 ``tests/data/torch_trace`` (no network, no torch). Each read is ``tcinspect.parse.torchtrace.read(DIR,
 jobs=J)`` in a fresh child process (``python -c``), so the time includes the interpreter's start, listing the
-directory, every rank's report, the merge and the divergence of all ranks (``analysis.divergence``, as the
-landing view computes it); peak RSS is the child's (``os.wait4``'s ``ru_maxrss``: the process that holds the
+directory, every rank's report, the merge and the divergence of all ranks (found once as they merge; the landing
+view reads it from the report); peak RSS is the child's (``os.wait4``'s ``ru_maxrss``: the process that holds the
 merged report), and a worker's is the largest of its pool workers' (``RUSAGE_CHILDREN`` in the child).
 CPU s is the child's CPU time with its pool workers' (user + system: on a machine other jobs share, MB per CPU
 second is the reader's own rate where wall time is not). MB = 10^6 bytes of log text. The rows give the best of ``--runs``; the growth exponent is the least-squares
@@ -37,9 +37,8 @@ CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
 from tcinspect.parse import torchtrace
-from tcinspect.analysis import divergence
 rep = torchtrace.read(sys.argv[1], jobs=int(sys.argv[2]) or None)
-divs = divergence.divergences(rep.ranks)
+divs = rep.divergence  # found as the ranks were merged, as the landing view reads it
 wall = time.perf_counter() - start
 workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({"ranks": len(rep.ranks), "divergences": len(divs), "inside_s": wall, "workers_rss_mb": workers}))

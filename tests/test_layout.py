@@ -138,7 +138,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # what follows from recorded data alone (collectives per graph, divergences between ranks): both sides use it
     "tcinspect.derived": ("tcinspect.report", "tcinspect.vocabulary"),
     "tcinspect.outfile": (*FOUNDATION, "tcinspect.interrupts"),
-    "tcinspect.serialize": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile", "tcinspect.plaindata"),
+    "tcinspect.serialize": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile", "tcinspect.plaindata",
+                            "tcinspect.derived"),  # an older report's rank divergence, found on reading it
     "tcinspect.cache": (*FOUNDATION, "tcinspect.report", "tcinspect.outfile", "tcinspect.serialize"),
     # the stages that build a report
     "tcinspect.parse": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.derived", "tcinspect.outfile"),

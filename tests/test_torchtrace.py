@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli
+from helpers import cli, render_text
 from tcinspect import serialize
 from tcinspect.parse import logfiles, torchtrace
+from tcinspect.render import ranks as render_ranks
 from tcinspect.report import Report
 
 DATA = Path(__file__).parent / "data" / "torch_trace"
@@ -294,3 +295,20 @@ def test_which_files_of_a_directory_are_rank_logs(tmp_path):
     shutil.copy(CPU / "tiny.log.gz", single / "dedicated_log_torch_trace_k2j4.log.gz")
     assert list(logfiles.rank_logs(single).ranks) == [0]
     assert torchtrace.read(single).summary == torchtrace.read(CPU / "tiny.log.gz").summary
+
+
+def test_the_divergence_is_found_once_as_ranks_merge_and_an_older_saved_report_gets_it_on_reading(capsys):
+    from tcinspect.derived.divergence import divergences
+
+    rep = torchtrace.read(CPU / "ddp_rank_branch", jobs=1)
+    assert rep.divergence and rep.divergence == divergences(rep.ranks)
+    # the views read the report's own divergence, not the ranks again: one emptied shows the ranks agreeing
+    agreeing = rep.replace(divergence=())
+    assert "ranks differ first at compile 4/0" in render_text(render_ranks.divergence(rep))
+    assert "Divergence: none" in render_text(render_ranks.divergence(agreeing))
+    # a report saved before the divergence was kept with its ranks: found from the ranks when it is read
+    data = serialize.to_dict(rep)
+    del data["divergence"]
+    assert serialize.from_dict(data).divergence == rep.divergence
+    # one saved with it keeps what it says
+    assert serialize.from_dict(serialize.to_dict(agreeing)).divergence == ()

@@ -18,7 +18,6 @@ from tcinspect.analysis.divergence import (
     break_line,
     compile_order,
     describe,
-    divergences,
     first_compile,
 )
 from tcinspect.errors import ReportFormatError, UsageError
@@ -551,7 +550,7 @@ def divergence_findings(model: str, rep: Report) -> list[Any]:
     if not rep.ranks:
         return []
     # a cache outcome that differs (one rank filled a shared cache, the others read it) is shown, not failed
-    divs = tuple(d for d in divergences(rep.ranks) if d.aspect not in INFORMATIONAL_ASPECTS)
+    divs = tuple(d for d in rep.divergence if d.aspect not in INFORMATIONAL_ASPECTS)
     if not divs and any(r.status != OK for r in rep.ranks):
         return []  # every rank failed alike: the failure is the finding, not an agreement
     if not divs:

@@ -52,7 +52,7 @@ def document(rep: Report, build: Callable[[Report], dict[str, Any]]) -> dict[str
     shared = ("torch_version", "target", "device")
     doc["ranks"] = [{"rank": r.rank, "status": r.status, "error": r.error,
                      **{k: v for k, v in build(rank_report(rep, r)).items() if k not in shared}} for r in rep.ranks]
-    doc["divergence"] = [serialize_divergence(d) for d in divergences(rep.ranks)]
+    doc["divergence"] = [serialize_divergence(d) for d in rep.divergence]
     return doc
 
 

@@ -101,7 +101,7 @@ def _grouped_table(rows: Sequence[tuple[Any, dict[str, Any]]], columns: Sequence
 
 def divergence(rep: Report) -> RenderableType:
     """Where ranks differ, first compile first; or a line saying they agree."""
-    return divergence_table(rep, rank_divergence.divergences(rep.ranks))
+    return divergence_table(rep, rep.divergence)  # found as the ranks were merged
 
 
 def divergence_table(rep: Report, divs: Sequence[Divergence]) -> RenderableType:

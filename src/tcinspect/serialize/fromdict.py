@@ -56,6 +56,11 @@ def from_dict(data: Any) -> model.Report:
         rep = build(model.Report, fields, "report")  # the same rules, with the bad key's name
     rep = dataclasses.replace(rep, timings=tuple((str(k), float(v)) for k, v in timings.items()))
     _check_consistent(rep, derived, rank_summaries)
+    if rep.ranks and "divergence" not in data:
+        # saved before the ranks' divergence was kept with them: found from the ranks, as merging them finds it
+        from tcinspect.derived.divergence import divergences
+
+        rep = dataclasses.replace(rep, divergence=divergences(rep.ranks))
     return rep
 
 
