@@ -131,13 +131,10 @@ def _scan(lines: list[str]) -> dict[str, Any]:
         kind, at, key, value = found
         if kind == _KEY and at == ind:  # the common line: a key and a scalar in the open mapping
             if value is missing:
-                if tok[0] == "|":
-                    value, i = _block(lines, i, tok, ind)
-                    cur[key] = value
-                    continue
-                value = _scalar(tok)
+                value, i = _value(lines, i, tok, ind)
+            else:
+                i += 1
             cur[key] = value
-            i += 1
             continue
         if ind < 0:  # the first line of a key's collection: two spaces deeper, a key or a dash
             if at != outer + 2:
@@ -155,14 +152,10 @@ def _scan(lines: list[str]) -> dict[str, Any]:
             if cur.__class__ is not list:
                 raise _Unusual
             if value is missing:  # a scalar not cached with its line: a flow, {}, [], a block
-                tok = line[at + 2:]
-                if tok[0] == "|":
-                    value, i = _block(lines, i, tok, at)
-                    cur.append(value)
-                    continue
-                value = _scalar(tok)
+                value, i = _value(lines, i, line[at + 2:], at)
+            else:
+                i += 1
             cur.append(value)
-            i += 1
             continue
         if kind in (_ITEM_KEY, _ITEM_OPEN):
             if cur.__class__ is not list:
@@ -178,16 +171,21 @@ def _scan(lines: list[str]) -> dict[str, Any]:
             i += 1
             continue
         if value is missing:
-            if tok[0] == "|":
-                value, i = _block(lines, i, tok, ind)
-                cur[key] = value
-                continue
-            value = _scalar(tok)
+            value, i = _value(lines, i, tok, ind)
+        else:
+            i += 1
         cur[key] = value
-        i += 1
     if ind < 0:
         raise _Unusual
     return root
+
+
+def _value(lines: list[str], i: int, tok: str, ind: int) -> tuple[Any, int]:
+    """The value that line ``i`` starts (``tok``: its text after the key or dash; ``ind``: the indentation of its
+    key or dash), not cached with its line: a literal block or a scalar; and the index of the line after it."""
+    if tok[0] == "|":
+        return _block(lines, i, tok, ind)
+    return _scalar(tok), i + 1
 
 
 def _learn(line: str, head: str | None) -> tuple[int, int, Any, Any]:
