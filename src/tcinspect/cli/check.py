@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -105,7 +104,7 @@ def check(
     from tcinspect.analysis import budget, checks
     from tcinspect.render import checks as render
 
-    if capture.timeout is None and os.environ.get(c.IN_PROCESS_ENV, "") in ("", "0"):
+    if capture.timeout is None and not c.in_process_asked():
         # only $TCINSPECT_IN_PROCESS (the test suite's) compiles in this process; --timeout always isolates
         capture = replace(capture, values={**capture.values, "timeout": DEFAULT_TIMEOUT})
     config = checks.load_config()

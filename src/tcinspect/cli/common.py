@@ -29,6 +29,12 @@ EXIT_CODES_HELP = (
 #: Set to 1 to compile in tcinspect's own process instead of a child (as --debug does).
 IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
 
+
+def in_process_asked() -> bool:
+    """Whether $TCINSPECT_IN_PROCESS asks every capture to compile in tcinspect's own process (the test suite's)."""
+    return os.environ.get(IN_PROCESS_ENV, "") not in ("", "0")
+
+
 #: The output formats of the commands whose output is their own document (a command with pages adds them).
 Format = Literal["table", "yaml", "json"]
 
@@ -257,7 +263,7 @@ def obtain(request: Request, debug: bool = False) -> Report:
     from tcinspect.request import is_report_path, is_torch_trace, obtained
 
     request = replace(request, quiet=not debug,
-                      isolate=not debug and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
+                      isolate=not debug and not in_process_asked())
     file, nproc = request.file, request.nproc
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if file and not is_report_path(file) and is_torch_trace(file):

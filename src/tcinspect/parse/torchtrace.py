@@ -475,11 +475,7 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
     flight, so memory holds a few ranks' reports, not all of them."""
     n = workers(jobs, len(entries))
     if n <= 1:
-        try:
-            with memo.across_ranks():
-                yield from (read_rank(e) for e in entries)
-        finally:
-            end_reading()
+        yield from _read_here(entries)
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -495,11 +491,7 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
     try:
         pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start)
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        try:
-            with memo.across_ranks():
-                yield from (read_rank(e) for e in entries)
-        finally:
-            end_reading()
+        yield from _read_here(entries)
         return
     if sizes:
         entries = sorted(entries, key=lambda e: -sizes.get(e[0], 0))
@@ -517,6 +509,15 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
             if nxt is not None:
                 pending.append(pool.submit(read_rank, nxt))
             yield result
+
+
+def _read_here(entries: list[tuple[int, str]]) -> Iterator[RankEntry]:
+    """Each rank's report read in this process, in order, parsed parts kept across ranks while it reads."""
+    try:
+        with memo.across_ranks():
+            yield from (read_rank(e) for e in entries)
+    finally:
+        end_reading()
 
 
 def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
