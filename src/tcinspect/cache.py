@@ -18,7 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -89,13 +89,21 @@ def key(model_path: Path, sha256: str, options: Options, extra: Sequence[str] = 
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
+#: The options the key holds even at their default: those there were when the key took this form. An option
+#: added since is keyed only when it differs from its default, so that a capture that does not use it keeps
+#: the key it had before the option existed (and its cached report); a new option is not listed here.
+_KEYED_AT_DEFAULT = frozenset({"backend", "mode", "fullgraph", "dynamic", "backward", "device", "passes", "verify",
+                               "rtol", "atol", "export", "dynamic_dims", "aoti", "bench", "try_mode", "per_call"})
+
+
 def keyed_options(options: Options) -> dict:
-    """The options as the cache key holds them: ``measure_memory`` only when asked for, so that a capture
-    that does not measure keeps the key it had before the option existed (and its cached report)."""
-    fields = asdict(options)
-    if not options.measure_memory:
-        del fields["measure_memory"]
-    return fields
+    """The options as the cache key holds them (``_KEYED_AT_DEFAULT``)."""
+    keyed = {}
+    for f in fields(options):
+        value = getattr(options, f.name)
+        if f.name in _KEYED_AT_DEFAULT or value != f.default:
+            keyed[f.name] = value
+    return keyed
 
 
 def _entry_path(model_path: Path, k: str) -> Path:

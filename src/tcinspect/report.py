@@ -310,11 +310,9 @@ Dynamic = Literal["", "true", "false"]
 
 
 @dataclass(frozen=True)
-class CompileOptions:
-    """What torch.compile is asked for, and how the model runs (device, backward).
-
-    Checked when built: a ``dynamic`` or ``device`` torch.compile would not take raises
-    ``tcinspect.errors.UsageError`` here, in the caller's process, not in the capture."""
+class CompileFields:
+    """The torch.compile options, declared once: the request's ``CompileOptions`` (checked when built) and the
+    report's record ``Options`` both hold these fields, so a new compile option is one field here."""
 
     backend: str = "inductor"
     mode: str = ""
@@ -324,6 +322,14 @@ class CompileOptions:
     device: str = ""
     #: FX passes applied to the ATen graphs before Inductor (``module:fn`` or ``file.py:fn``)
     passes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompileOptions(CompileFields):
+    """What torch.compile is asked for, and how the model runs (device, backward): ``CompileFields``.
+
+    Checked when built: a ``dynamic`` or ``device`` torch.compile would not take raises
+    ``tcinspect.errors.UsageError`` here, in the caller's process, not in the capture."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.dynamic, str) or self.dynamic not in get_args(Dynamic):
@@ -367,18 +373,11 @@ class BenchRequest:
 
 
 @dataclass(frozen=True)
-class Options:
-    """What a capture was asked for, as the report records it: the compile options, then the fields of the
-    verify / export / bench requests (flat, as schema 1 has them; ``of`` builds it from the parts)."""
+class Options(CompileFields):
+    """What a capture was asked for, as the report records it: the compile options (``CompileFields``), then
+    the fields of the verify / export / bench requests (flat, as schema 1 has them; ``of`` builds it from the
+    parts)."""
 
-    backend: str = "inductor"
-    mode: str = ""
-    fullgraph: bool = False
-    dynamic: str = ""  # "" (torch's default) | "true" | "false"
-    backward: bool = True
-    device: str = ""
-    #: FX passes applied to the ATen graphs before Inductor (``module:fn`` or ``file.py:fn``)
-    passes: tuple[str, ...] = ()
     #: run eager side by side and compare outputs and gradients (``tcinspect verify``)
     verify: bool = False
     rtol: Optional[float] = None  # verify tolerances; None: by dtype
@@ -401,8 +400,8 @@ class Options:
     def of(cls, compile: CompileOptions, verify: Optional[VerifyRequest] = None,
            export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None) -> Options:
         """The record of a capture asked for with these options and requests."""
-        # every CompileOptions field is recorded under its own name: a new compile option is one field here
-        return cls(**{f.name: getattr(compile, f.name) for f in dataclasses.fields(CompileOptions)},
+        # every compile option is recorded under its own name
+        return cls(**{f.name: getattr(compile, f.name) for f in dataclasses.fields(CompileFields)},
                    verify=verify is not None, rtol=verify.rtol if verify else None,
                    atol=verify.atol if verify else None,
                    export=export.modes if export else (), dynamic_dims=export.dynamic_dims if export else (),
@@ -411,7 +410,7 @@ class Options:
 
     @property
     def compile(self) -> CompileOptions:
-        return CompileOptions(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CompileOptions)})
+        return CompileOptions(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CompileFields)})
 
     @property
     def verify_request(self) -> Optional[VerifyRequest]:
@@ -1441,8 +1440,9 @@ class Request:
     @property
     def options(self) -> Options:
         """The options as the report records them."""
-        return dataclasses.replace(Options.of(self.compile, self.verify, self.export, self.bench),
-                                   per_call=self.per_call, measure_memory=self.measure_memory)
+        # the request's own recorded fields (per_call, measure_memory) under their names
+        own = {name: getattr(self, name) for name in _RECORDED_REQUEST_FIELDS}
+        return dataclasses.replace(Options.of(self.compile, self.verify, self.export, self.bench), **own)
 
     @property
     def as_script(self) -> Optional[bool]:
@@ -1469,6 +1469,11 @@ class Request:
         assert isinstance(built, Request)
         return built
 
+
+#: The Request fields the report's Options records under the same name, besides the parts ``Options.of`` flattens.
+_RECORDED_REQUEST_FIELDS = tuple(sorted({f.name for f in dataclasses.fields(Options)}
+                                        & {f.name for f in dataclasses.fields(Request)}
+                                        - {"compile", "verify", "export", "bench"}))
 
 #: How each part of a Request is spelled, for the fix line of a part given as something else.
 _PART_EXAMPLES = {"compile": "compile=CompileOptions(backend='eager')", "verify": "verify=VerifyRequest(rtol=1e-3)",

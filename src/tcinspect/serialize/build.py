@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from functools import cache
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from tcinspect import report as model
 from tcinspect.errors import ReportFormatError
@@ -32,6 +32,13 @@ def build(tp: Any, value: Any, where: str) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(build(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         return tuple(build(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if origin is Literal:  # one of a few words (``Options.dynamic``)
+        words = typing.get_args(tp)
+        if not any(value.__class__ is w.__class__ and value == w for w in words):
+            shown = repr(value) if isinstance(value, (str, int, float, bool)) else type(value).__name__
+            raise ReportFormatError(f"'{where}' should be one of {', '.join(repr(w) for w in words)}, "
+                                    f"not {shown[:60]}")
+        return value
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise bad(where, "a mapping", value)

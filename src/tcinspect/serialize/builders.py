@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from tcinspect.errors import Mismatch
 from tcinspect.serialize.build import hints
@@ -63,6 +63,15 @@ def _make_builder(tp: Any) -> Any:
                 raise Mismatch
             return tuple([b(x) for b, x in zip(parts, v)])
         return fixed
+    if origin is Literal:
+        words = frozenset((w.__class__, w) for w in typing.get_args(tp))
+        kinds = frozenset(w.__class__ for w in typing.get_args(tp))  # scalars: hashable
+
+        def word(v: Any) -> Any:
+            if v.__class__ not in kinds or (v.__class__, v) not in words:
+                raise Mismatch
+            return v
+        return word
     if tp is str or tp is int or tp is bool:
         def scalar(v: Any) -> Any:
             if v.__class__ is not tp:
