@@ -13,7 +13,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-import yaml
 
 from builders import llm_report, synthetic
 from helpers import make_report
@@ -22,12 +21,12 @@ from tcinspect.errors import ReportFormatError
 from tcinspect.render import dot as graphviz
 from tcinspect.render import html, layered, picture, svg
 from tcinspect.report import Report
+from tcinspect.serialize import yaml_read
 from tcinspect.serialize.build import build
 
 DATA = Path(__file__).resolve().parent / "data"
 #: PyYAML's reading of the text, the reference the fast read is held to: libyaml's loader where PyYAML has it
 #: (the same data as the pure-Python SafeLoader, 20 times faster on these reports)
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +60,9 @@ def test_fast_build_equals_the_slow_build(make):
     slow: dict[str, Report] = {}  # the slow build of each distinct data read (json's text tells 1, 1.0, true apart)
     for fmt in ("yaml", "json"):
         text = serialize.dumps(rep, fmt)
-        data = json.loads(text) if fmt == "json" else yaml.load(text, Loader=YAML_LOADER)
+        # the YAML as data: tcinspect's reader, which reads what PyYAML reads (test_serialize_paths shows it on
+        # recorded reports of every kind; PyYAML itself takes a second for a few MB)
+        data = json.loads(text) if fmt == "json" else yaml_read.parse(text)
         fast = serialize.loads(text)
         key = json.dumps(data)
         if key not in slow:  # the formats read the same data: built once
