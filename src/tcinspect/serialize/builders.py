@@ -91,8 +91,9 @@ def _make_builder(tp: Any) -> Any:
         return slow
     # the class's own function: scalars checked inline, other fields through their builders
     types = hints(tp)
-    env: dict[str, Any] = {"_Mismatch": Mismatch, "_new": object.__new__, "_tp": tp, "dict": dict,
-                           "str": str, "int": int, "bool": bool, "float": float}
+    env: dict[str, Any] = {"_Mismatch": Mismatch, "_new": object.__new__, "_tp": tp, "dict": dict, "list": list,
+                           "str": str, "int": int, "bool": bool, "float": float, "tuple": tuple, "map": map,
+                           "type": type}
     env["_names"] = frozenset(f.name for f in dataclasses.fields(tp))
     body = ["def build(v):", "    if v.__class__ is not dict: raise _Mismatch",
             "    if not v.keys() <= _names: raise _Mismatch",  # an unknown key (``build.build`` names it)
@@ -118,10 +119,42 @@ def _make_builder(tp: Any) -> Any:
             body.append("        if x.__class__ is not float and x.__class__ is not int: raise _Mismatch")
             body.append(f"        d[{name}] = float(x)")
         else:
-            env[f"_b{i}"] = builder(hint)
-            body.append(f"        d[{name}] = _b{i}(x)")
+            body.extend(f"        {line}" for line in _inline(hint, name, i, env))
         body.append("    else:")
         body.append(f"        {missing}")
     body.append("    return o")
     exec("\n".join(body), env)  # source built above from the report's own field names
     return env["build"]
+
+
+def _inline(hint: Any, name: str, i: int, env: dict[str, Any]) -> list[str]:
+    """The lines that check field ``name``'s value ``x`` and set it, written out for the kinds a report holds
+    most (a tuple of scalars, an optional scalar or report object, a tuple of report objects), so that each is
+    not a call of its own; any other kind through its builder."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in (str, int):
+        env[f"_k{i}"] = frozenset({args[0]})  # a bool is not an int here, as in ``build.build``
+        return [f"if x.__class__ is not list or not _k{i}.issuperset(map(type, x)): raise _Mismatch",
+                f"d[{name}] = tuple(x)"]
+    present = [a for a in args if a is not type(None)]
+    if origin is Union and len(present) == 1 and len(args) == 2:
+        inner = present[0]
+        if inner in (str, int):
+            return [f"if x is not None and x.__class__ is not {inner.__name__}: raise _Mismatch", f"d[{name}] = x"]
+        if inner is float:
+            return ["if x is not None:",
+                    "    if x.__class__ is not float and x.__class__ is not int: raise _Mismatch",
+                    "    x = float(x)", f"d[{name}] = x"]
+        if _plain_class(inner):
+            env[f"_b{i}"] = builder(inner)
+            return [f"d[{name}] = None if x is None else _b{i}(x)"]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and _plain_class(args[0]):
+        env[f"_b{i}"] = builder(args[0])
+        return ["if x.__class__ is not list: raise _Mismatch", f"d[{name}] = tuple([_b{i}(y) for y in x])"]
+    env[f"_b{i}"] = builder(hint)
+    return [f"d[{name}] = _b{i}(x)"]
+
+
+def _plain_class(tp: Any) -> bool:
+    """A report class (its builder raises Mismatch on anything but a mapping of its fields)."""
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
