@@ -12,14 +12,24 @@ log is empty (it compiled nothing). ``h100`` makes every rank a copy of the H100
 (torch 2.11; ``--outliers`` adds the same outliers). Files are named as torch names them
 (``dedicated_log_torch_trace_rank_N_XXXXXXXX.log``) and are hard links of the decompressed recordings where
 the content is the same, so 1,024 ranks take the disk of a few.
+
+``--vary`` makes each rank's log its own, as the ranks of a real multi-GPU job write them: rank ``r`` ran on
+``cuda:{r % 8}`` (eight GPUs a node: every payload naming ``cuda:0``, device index 0 or its device guard names
+that device instead) and started ``r`` ms later (every ``ts`` in its Chromium events moved), each changed
+payload with its md5 written again. Copies of one log share every payload byte for byte, which a reader that
+keeps what it parsed by its text turns into less work than real ranks give it; varied ranks share what real
+ranks share (the ranks on the same local GPU index, and nothing of their timings). Every file is then written
+in full.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import os
 import random
+import re
 import string
 from pathlib import Path
 
@@ -43,13 +53,53 @@ def _log_bytes(path: Path) -> bytes:
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
 
+_TS = re.compile(rb'^"ts": ([0-9.]+)', re.M)
+_HAS_PAYLOAD = re.compile(rb'"has_payload": "([0-9a-f]{32})"')
+
+
+def vary(data: bytes, rank: int, gpus: int = 8) -> bytes:
+    """Rank ``rank``'s log made from ``data``: its payloads name ``cuda:{rank % gpus}`` and its Chromium events
+    start ``rank`` ms later; every payload changed gets its md5 again (``has_payload``: the md5 of the payload's
+    lines without their tab, joined by newlines)."""
+    device = rank % gpus
+    swaps = [(b"cuda:0", b"cuda:%d" % device), (b"device(type='cuda', index=0)", b"device(type='cuda', index=%d)" % device),
+             (b"_DeviceGuard(0)", b"_DeviceGuard(%d)" % device), (b"set_device(0)", b"set_device(%d)" % device)]
+    lines = data.split(b"\n")
+    out: list[bytes] = []
+    i = 0
+    while i < len(lines):
+        head = lines[i]
+        i += 1
+        start = i
+        while i < len(lines) and lines[i].startswith(b"\t"):
+            i += 1
+        if start == i:
+            out.append(head)
+            continue
+        text = b"\n".join(ln[1:] for ln in lines[start:i])
+        new = text
+        for old, now in swaps:
+            new = new.replace(old, now)
+        if rank:
+            new = _TS.sub(lambda m: b'"ts": ' + repr(float(m.group(1)) + rank * 1000.0).encode(), new)
+        if new != text:
+            m = _HAS_PAYLOAD.search(head)
+            if m is None or m.group(1).decode() != hashlib.md5(text).hexdigest():
+                raise ValueError(f"a payload whose md5 is not has_payload's, before line {start + 1}: not a TORCH_TRACE log?")
+            head = head[:m.start(1)] + hashlib.md5(new).hexdigest().encode() + head[m.end(1):]
+        out.append(head)
+        out.extend(b"\t" + ln for ln in new.split(b"\n"))
+    return b"\n".join(out)
+
+
 def source_name(source: str) -> str:
     """A short name for a source: its own, or a log file's stem."""
     return source if source in SOURCES else Path(source).name.split(".")[0]
 
 
-def write(directory: Path, ranks: int, source: str = "ddp", outliers: bool = True, seed: int = 0) -> dict[str, int]:
-    """Write the directory; returns how many ranks of each kind it holds."""
+def write(directory: Path, ranks: int, source: str = "ddp", outliers: bool = True, seed: int = 0,
+          varied: bool = False) -> dict[str, int]:
+    """Write the directory; returns how many ranks of each kind it holds (``varied``: see ``vary``)."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     recorded = [gzip.decompress(p.read_bytes()) for p in SOURCES[source]] if source in SOURCES else [_log_bytes(Path(source))]
@@ -77,7 +127,10 @@ def write(directory: Path, ranks: int, source: str = "ddp", outliers: bool = Tru
             kinds["cut short" if rank == ranks - 1 else "empty" if rank == 3 else "cache hits"] += 1
             continue
         which = 1 if len(originals) > 1 and rank % 8 == 5 else 0
-        os.link(originals[which], path)
+        if varied:
+            path.write_bytes(vary(recorded[which], rank))
+        else:
+            os.link(originals[which], path)
         kinds[f"recorded rank {which}"] += 1
     return kinds
 
@@ -89,8 +142,9 @@ def main() -> None:
     ap.add_argument("--source", default="ddp", help=f"{', '.join(sorted(SOURCES))}, or the path of a TORCH_TRACE log "
                                                       "(every rank a copy of it)")
     ap.add_argument("--no-outliers", action="store_true")
+    ap.add_argument("--vary", action="store_true", help="each rank its own log, as on a multi-GPU job (see above)")
     a = ap.parse_args()
-    kinds = write(a.directory, a.ranks, a.source, outliers=not a.no_outliers)
+    kinds = write(a.directory, a.ranks, a.source, outliers=not a.no_outliers, varied=a.vary)
     size = sum(p.stat().st_size for p in a.directory.iterdir())
     print(f"{a.directory}: {a.ranks} rank logs, {size / 1e6:.0f} MB of log text ({', '.join(f'{k} {v}' for k, v in kinds.items() if v)})")
 

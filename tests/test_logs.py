@@ -8,6 +8,7 @@ import gzip
 import http.server
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli, make_report, render_text
+from helpers import DATA, ROOT, cli, make_report, render_text
 from tcinspect import serialize
 from tcinspect.parse import logfiles, torchtrace
 
@@ -286,3 +287,22 @@ def test_the_pool_is_sized_to_the_idle_cores(monkeypatch):
     assert torchtrace.workers(None, 256) == 2
     monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 0.0, 0.0))
     assert torchtrace.workers(None, 256) == 1
+
+
+def test_the_benchmarks_varied_ranks_are_logs_torch_could_have_written(tmp_path):
+    """``bench/rank_logs.py --vary``: each rank on its own GPU of eight and started later, its payloads' md5s
+    written again, so the reader finds every payload whole and each rank's graphs on its own device."""
+    source = DATA / "torch_trace" / "torch-2.11.0-h100" / "transformer_block.log.gz"
+    out = tmp_path / "ranks"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "rank_logs.py"), str(out), "--ranks", "3",
+                           "--source", str(source), "--vary"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    logs = sorted(out.iterdir(), key=lambda p: int(p.name.split("_rank_")[1].split("_")[0]))
+    assert logs[0].read_bytes() == gzip.decompress(source.read_bytes())  # rank 0 is the recording itself
+    assert len({p.read_bytes() for p in logs}) == 3
+    rep = torchtrace.read(out, jobs=1)
+    assert rep.parse is None or (rep.parse.payload_mismatches, rep.parse.truncated_payloads) == (0, 0)
+    for rank, r in enumerate(rep.ranks):
+        code = r.stages.dynamo.graphs[0].graph.code
+        assert f"cuda:{rank}" in code and (rank == 0 or "cuda:0" not in code)
+        assert r.summary == rep.ranks[0].summary
