@@ -302,8 +302,9 @@ TARGET_KIND = "torch_trace"
 
 
 #: one rank's log read, as a pool worker sends it back: (rank, its report without its large parts or why it cannot
-#: be read, its large parts each pickled with a digest of the pickle)
-RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...]]
+#: be read, its large parts each pickled with a digest of the pickle, and what the divergence of ranks compares of
+#: it (derived.divergence.RankKeys) pickled with its digest, or () where it cannot be read)
+RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...], tuple[bytes, ...]]
 
 
 def read_rank(args: tuple[int, str]) -> RankEntry:
@@ -314,7 +315,7 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     try:
         rep, splits = log_report(path, as_rank=True)
     except TraceLogError as exc:
-        return rank, exc, ()
+        return rank, exc, (), ()
     values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
     pickled = []
     _named.clear()
@@ -327,7 +328,8 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
         pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
     # the key components its cache look-ups name go first (the parts name them by digest), then the six parts
     parts = []
-    for digest, data in [*_named.values(), *pickled]:
+    keys = _keys_pickled(rep, splits, tuple(digest for digest, _ in pickled))
+    for digest, data in [*_named.values(), *pickled, keys]:
         if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
             if digest in _sent:
                 data = b""
@@ -335,7 +337,31 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
                 _sent.add(digest)
         parts.append((digest, data))
     _named.clear()
-    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
+    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]), parts[-1]
+
+
+#: a rank's divergence keys pickled with their digest, by the digests of the parts they follow from: ranks that
+#: compiled alike find them once (the last few kept)
+_keys_made: dict[tuple[bytes, ...], tuple[bytes, bytes]] = {}
+_KEYS_KEPT = 16
+
+
+def _keys_pickled(rep: Report, splits: tuple[DdpSplit, ...], digests: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    """What the divergence of ranks compares of this rank, found here (in the worker that read it) so that the
+    reader only compares the small keys of all ranks. They follow from every part but the compile times."""
+    from tcinspect.derived.divergence import rank_keys
+    from tcinspect.report import OK, RankReport
+
+    of = digests[:4] + digests[5:]
+    kept = _keys_made.get(of)
+    if kept is None:
+        keys = rank_keys(RankReport(rank=0, status=OK, stages=rep.stages, compiles=rep.compiles, ddp_splits=splits))
+        data = pickle.dumps(keys, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = (hashlib.blake2b(data, digest_size=16).digest(), data)
+        if len(_keys_made) >= _KEYS_KEPT:
+            del _keys_made[next(iter(_keys_made))]
+        _keys_made[of] = kept
+    return kept
 
 
 #: key components (the FX graph cache's key, listed whole: most of a rank's compile-time part) by the id of their
@@ -390,6 +416,7 @@ def end_reading() -> None:
     global _components_bytes
     _components.clear()
     _named.clear()
+    _keys_made.clear()
     _components_bytes = 0
 
 
@@ -480,7 +507,8 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
+    from tcinspect.derived import divergence  # noqa: F401 - imported once here, not in each forked worker
+    from tcinspect.parse import ddp, fromevents  # noqa: F401
 
     # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
     jsonfast.loads(b"0")
@@ -541,6 +569,7 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
 
 def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
                  names: Mapping[int, str], part: Callable[[bytes, bytes], Any]) -> Report:
+    from tcinspect.derived.divergence import RankKeys
     from tcinspect.parse.merge import merge
     from tcinspect.report import OK, RankReport
 
@@ -549,13 +578,16 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
     base_rank = -1
     errors: list[tuple[int, TraceLogError]] = []
     read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
-    for r, rep, parts in results:
+    keys: dict[int, RankKeys] = {}
+    for r, rep, parts, rank_keys in results:
         if isinstance(rep, TraceLogError):
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
             errors.append((r, rep))
             continue
         # the key components they name first, then the six parts
         dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in parts][-6:]
+        if rank_keys:
+            keys[r] = part(*rank_keys)
         stages = Stages(dynamo, aot, inductor)
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
@@ -588,4 +620,4 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
                             ignored_files=ignored)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
-    return merge(base, ranks)
+    return merge(base, ranks, keys=keys)
