@@ -32,10 +32,10 @@ from tcinspect.parse import events as ev_mod
 from tcinspect.parse import jsonfast, logfiles, memo, shapes
 from tcinspect.parse.events import Event
 from tcinspect.report import (
-    CacheKeyComponent,
     CacheLookup,
     DdpSplit,
     EventCount,
+    Graph,
     IgnoredFile,
     Options,
     ParseHealth,
@@ -326,7 +326,7 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
         pickler.dump(value)
         data = buf.getvalue()
         pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
-    # the key components its cache look-ups name go first (the parts name them by digest), then the six parts
+    # the shared values it holds go first (the parts name them by digest): key components and graphs; then the six parts
     parts = []
     keys = _keys_pickled(rep, splits, tuple(digest for digest, _ in pickled))
     for digest, data in [*_named.values(), *pickled, keys]:
@@ -364,31 +364,43 @@ def _keys_pickled(rep: Report, splits: tuple[DdpSplit, ...], digests: tuple[byte
     return kept
 
 
-#: key components (the FX graph cache's key, listed whole: most of a rank's compile-time part) by the id of their
-#: tuple, with their pickle's digest and the pickle: ranks that compiled alike share the tuple (parse/memo.py), so
-#: it is pickled once and each cache look-up carries only the digest. Bounded by _COMPONENTS_KEPT bytes of
-#: pickles, the oldest dropped first (a tuple dropped is pickled again when a rank names it)
-_components: dict[int, tuple[tuple[CacheKeyComponent, ...], bytes, bytes]] = {}
-_COMPONENTS_KEPT = 16 << 20
+#: what ranks that compiled alike share by identity (parse/memo.py gives the same object for the same text): the key
+#: components of a cache look-up (the FX graph cache's key, listed whole: most of a rank's compile-time part) and
+#: every graph (Dynamo's, AOTAutograd's, Inductor's post-grad: most of the other parts), by their id, with their
+#: pickle's digest and the pickle. Each is pickled once, and a part that holds it carries only the digest, so a
+#: rank that compiled like an earlier one is pickled in a fraction of the time. Bounded by _COMPONENTS_KEPT bytes
+#: of pickles, the oldest dropped first (one dropped is pickled again when a rank holds it)
+_components: dict[int, tuple[Any, bytes, bytes]] = {}
+_COMPONENTS_KEPT = 32 << 20
 _components_bytes = 0
-#: the components tuples the rank being pickled names: digest -> (digest, pickle)
+#: the shared values the rank being pickled holds: digest -> (digest, pickle)
 _named: dict[bytes, tuple[bytes, bytes]] = {}
-#: while merge_ranks reads a rank's parts: every part and components tuple read so far, by digest
+#: while merge_ranks reads a rank's parts: every part and shared value read so far, by digest
 _received: dict[bytes, Any] = {}
 
 
-def _components_digest(components: tuple[CacheKeyComponent, ...]) -> bytes:
+def _components_digest(value: Any) -> bytes:
+    """The digest of a shared value's pickle (made once while the value lives), named for the rank being pickled."""
     global _components_bytes
-    kept = _components.get(id(components))
-    if kept is None or kept[0] is not components:
-        data = pickle.dumps(components, protocol=pickle.HIGHEST_PROTOCOL)
-        kept = (components, hashlib.blake2b(data, digest_size=16).digest(), data)
-        _components[id(components)] = kept
+    kept = _components.get(id(value))
+    if kept is None or kept[0] is not value:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = (value, hashlib.blake2b(data, digest_size=16).digest(), data)
+        _components[id(value)] = kept
         _components_bytes += len(data)
         while _components_bytes > _COMPONENTS_KEPT and len(_components) > 1:
             _components_bytes -= len(_components.pop(next(iter(_components)))[2])
     _named[kept[1]] = (kept[1], kept[2])
     return kept[1]
+
+
+def _reduce_graph(graph: Graph) -> Any:
+    """A graph pickled as its digest (merge_ranks reads it by it)."""
+    return _shared, (_components_digest(graph),)
+
+
+def _shared(digest: bytes) -> Any:
+    return _received[digest]
 
 
 def _reduce_lookup(lookup: CacheLookup) -> Any:
@@ -408,7 +420,8 @@ def _lookup(state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
     return out
 
 
-_DISPATCH = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup}
+_DISPATCH: dict[type, Callable[[Any], Any]] = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup,
+                                               Graph: _reduce_graph}
 
 
 def end_reading() -> None:
