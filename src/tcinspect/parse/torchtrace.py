@@ -117,12 +117,21 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
     health.records += 1
     name = ev_mod.event_name(meta)
-    # the payload without each line's tab: record[nl + 1] is the first line's
-    payload = record[nl + 2:].replace(b"\n\t", b"\n") if nl >= 0 else None
     expected = meta.get("has_payload")
-    if isinstance(expected, str) and (payload is None
-                                      or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected):
-        if payload is None or (last and health.cut_short):
+    expected = expected if isinstance(expected, str) else None
+    payload: Optional[bytes] = None
+    text: Optional[str] = None
+    if nl < 0:
+        matched = expected is None
+    elif name == ev_mod.CHROMIUM_EVENT:  # a span: small, and its own on every rank (its times)
+        # the payload without each line's tab: record[nl + 1] is the first line's
+        payload = record[nl + 2:].replace(b"\n\t", b"\n")
+        matched = expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+    else:
+        keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
+        matched, text = _payload(record[nl + 2:], expected, keep)
+    if not matched:
+        if nl < 0 or (last and health.cut_short):
             health.truncated_payloads += 1
         else:
             health.payload_mismatches += 1
@@ -158,8 +167,6 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
                               attempt=attempt, meta=compact, payload="", call=-1,
                               compiled_autograd_id=meta.get("compiled_autograd_id"))
         return event
-    keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
-    text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
         _name_files(meta.get("dynamo_start"), strings)
     elif name in shapes.WITH_FRAMES and strings and isinstance(meta.get(name), dict):
@@ -169,6 +176,16 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     except (TypeError, ValueError, AttributeError):  # a record of the right shape with values of the wrong types
         health.lines_not_understood += 1
         return None
+
+
+@memo.memoized
+def _payload(lines: bytes, expected: Optional[str], keep: bool) -> tuple[bool, Optional[str]]:
+    """Whether a payload (its lines as logged, without the first line's tab) has the md5 its record states (or
+    states none), and its text where the report reads it. The same payload on ranks that compiled alike is checked
+    and decoded once, and parsers that keep results by their text find it by identity."""
+    payload = lines.replace(b"\n\t", b"\n")
+    matched = expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+    return matched, payload.decode("utf-8", errors="replace") if keep else None
 
 
 def _span_decoder() -> Optional[Callable[[bytes], Any]]:
