@@ -272,3 +272,37 @@ def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tm
     one = torchtrace.merge_ranks(in_order, str(d), (), {})
     shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
     assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None
+
+
+def test_a_rank_s_graphs_travel_once_by_digest(tmp_path, monkeypatch):
+    d = _rank_dir(tmp_path, 3)
+    log = str(sorted(d.iterdir())[0])
+    alone, _ = torchtrace.log_report(log, as_rank=True)
+    with memo.across_ranks():
+        first = torchtrace.read_rank((0, log))
+        again = torchtrace.read_rank((2, log))
+    torchtrace.end_reading()
+    plain = len(pickle.dumps(alone.stages.aot_autograd, protocol=pickle.HIGHEST_PROTOCOL))
+    # the AOTAutograd part names its graphs by digest (they travel first, each once): a fraction of its whole pickle
+    assert len(again[2][-5][1]) * 10 < plain and again[2][-5][0] == first[2][-5][0]
+    merged = torchtrace.merge_ranks([first, again], str(d), (), {})
+    one, two = (r.stages.dynamo.graphs[0].graph for r in merged.ranks)
+    assert one is two and one == alone.stages.dynamo.graphs[0].graph
+
+
+def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_counts(tmp_path):
+    with gzip.open(RANK0) as fh:
+        data = fh.read()
+    (tmp_path / "a.log").write_bytes(data)
+    header = next(ln for ln in data.split(b"\n") if b'"dynamo_output_graph"' in ln and b'"has_payload"' in ln)
+    md5 = re.search(rb'"has_payload": "([0-9a-f]{32})"', header)[1]
+    (tmp_path / "b.log").write_bytes(data.replace(header, header.replace(md5, b"0" * 32)))
+    with memo.across_ranks():
+        a_events, a = torchtrace.read_log(tmp_path / "a.log")
+        b_events, b = torchtrace.read_log(tmp_path / "b.log")
+        again, _ = torchtrace.read_log(tmp_path / "a.log")
+    assert (a.payload_mismatches, b.payload_mismatches) == (0, 1)  # the same payload, another md5 stated
+    graphs = [[e.payload for e in events if e.name == "dynamo_output_graph"] for events in (a_events, again)]
+    assert graphs[0] and all(x is y for x, y in zip(*graphs))  # one text: parsers keeping results by it find it at once
+    plain, alone = torchtrace.read_log(tmp_path / "b.log")  # each log alone: checked and decoded as it comes
+    assert alone.payload_mismatches == 1 and [e.payload for e in plain] == [e.payload for e in b_events]

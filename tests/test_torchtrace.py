@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -312,3 +313,38 @@ def test_the_divergence_is_found_once_as_ranks_merge_and_an_older_saved_report_g
     assert serialize.from_dict(data).divergence == rep.divergence
     # one saved with it keeps what it says
     assert serialize.from_dict(serialize.to_dict(agreeing)).divergence == ()
+
+
+def test_each_rank_s_divergence_keys_are_made_where_it_is_read_and_the_reader_only_compares_them(monkeypatch):
+    from tcinspect.derived import divergence
+
+    logs = sorted((CPU / "ddp_rank_branch").glob("*.log.gz"))
+    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's: the same keys travel once
+    entries = [torchtrace.read_rank((r, str(logs[r % 2]))) for r in range(3)]
+    assert [bool(data) for _, data in (e[3] for e in entries)] == [True, True, False]
+    monkeypatch.setattr(torchtrace, "_sent", None)
+    alone = torchtrace.merge_ranks(entries, "d", (), {})
+
+    def made_again(rank):
+        raise AssertionError(f"rank {rank.rank}'s keys were made again by the reader")
+
+    monkeypatch.setattr(divergence, "rank_keys", made_again)
+    rep = torchtrace.merge_ranks(entries, "d", (), {})
+    monkeypatch.undo()
+    assert rep.divergence == alone.divergence == divergence.divergences(rep.ranks)
+    assert [(d.compile_id, d.aspect) for d in rep.divergence] == [
+        ("4/0", "graph"), ("4/0", "graph_breaks"), ("4/0", "guards"), ("4/0", "kernels"), ("5/0", "compile"),
+        ("6/0", "compile"), ("", "compile_ids")]
+    assert [g.ranks for g in rep.divergence[2].groups] == [(0, 2), (1,)]
+
+
+def test_rank_keys_do_not_depend_on_the_process():
+    """A rank's keys (its guards are a set) are the same bytes in processes with other string hashes."""
+    code = ("import sys; from tcinspect.parse import torchtrace; from tcinspect.derived import divergence as d; "
+            "from tcinspect.report import RankReport; rep, splits = torchtrace.log_report(sys.argv[1]); "
+            "k = d.rank_keys(RankReport(0, 'ok', stages=rep.stages, compiles=rep.compiles, ddp_splits=splits)); "
+            "print(b''.join(x for _, ds in k.compiles for x in ds).hex())")
+    log = str(sorted((CPU / "ddp_rank_branch").glob("*.log.gz"))[0])
+    got = {subprocess.run([sys.executable, "-c", code, log], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(got) == 1 and len(got.pop()) > 100

@@ -8,9 +8,10 @@ stage after this one reads it (or calls ``divergences`` on ranks of its own).
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from tcinspect.derived import cachekeys, collectives
@@ -21,49 +22,103 @@ from tcinspect.vocabulary import outcome
 _FINISHED = ("ok", "failed", "error")
 
 
-def divergences(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
+def divergences(ranks: Sequence[RankReport], keys: Optional[Mapping[int, RankKeys]] = None) -> tuple[Divergence, ...]:
     """Where ranks differ: a run-level status difference first, then each compile in order,
-    comparing its presence, graph, graph breaks, guards, recompile, kernels and DDP split."""
+    comparing its presence, graph, graph breaks, guards, recompile, kernels and DDP split.
+
+    ``keys``: each rank's ``rank_keys``, where they were made already (by the processes that read the ranks);
+    the others are made here. Only the first rank of each group is looked at again, for the text it shows."""
     if len(ranks) < 2:
         return ()
     out: list[Divergence] = []
-    status = _diverging("", "status", {r.rank: _status(r) for r in ranks})
+    by_rank = {r.rank: r for r in ranks}
+    status = _diverging("", "status", {r.rank: _status(r)[0] for r in ranks}, lambda r: _status(by_rank[r])[1])
+    made = {r.rank: k if keys is not None and (k := keys.get(r.rank)) is not None else rank_keys(r) for r in ranks}
+    table = {r: dict(k.compiles) for r, k in made.items()}
+    order = [r.rank for r in ranks]
+    finished = {r.rank for r in ranks if r.status in _FINISHED}
+    views: dict[int, _RankView] = {}
+
+    def view(rank: int) -> _RankView:
+        if rank not in views:
+            views[rank] = _RankView(by_rank[rank])
+        return views[rank]
+
     if status is not None:
         out.append(status)
-    views = [_RankView(r) for r in ranks]
-    for cid in sorted({c for v in views for c in v.compile_ids}, key=compile_order):
-        present = [v for v in views if cid in v.compile_ids]
+    for cid in sorted({c for t in table.values() for c in t}, key=_compile_order_key):
+        present = [r for r in order if cid in table[r]]
         # a rank that ended early is compared on the compiles it reached, not on those it never got to
-        absent = [v for v in views if cid not in v.compile_ids and v.rank.status in _FINISHED]
+        absent = [r for r in order if cid not in table[r] and r in finished]
         if absent:
-            values = {v.rank.rank: ("compiled", f"compiled {v.function(cid)}".strip()) for v in present}
-            values.update({v.rank.rank: ("absent", "not compiled") for v in absent})
-            d = _diverging(cid, "compile", values)
+            compiled = {r: "compiled" for r in present}
+            compiled.update({r: "absent" for r in absent})
+            d = _diverging(cid, "compile", compiled, functools.partial(_presence, view, cid, compiled))
             if d is not None:
                 out.append(d)
         # the ranks that made the compile are compared too: one rank without it must not hide how the others differ
         here = len(out)
-        for aspect, value in _ASPECTS:
-            d = _diverging(cid, aspect, {v.rank.rank: value(v, cid) for v in present})
+        for i, (aspect, value) in enumerate(_ASPECTS):
+            d = _diverging(cid, aspect, {r: table[r][cid][i] for r in present},
+                           functools.partial(_text, view, value, cid))
             if d is not None:
                 out.append(d)
         if len(out) == here:  # the same compile on every rank: did they all compile it, or load it from a cache?
-            d = _diverging(cid, "cache", {v.rank.rank: _cache(v, cid) for v in present})
+            d = _diverging(cid, "cache", {r: table[r][cid][-1] for r in present},
+                           functools.partial(_text, view, _cache, cid))
             if d is not None:
                 out.append(d)
-    finished = [v for v in views if v.rank.status in _FINISHED]
-    d = _diverging("", "compile_ids", {v.rank.rank: _compile_ids(v) for v in finished})
+    ids = {r: tuple(table[r]) for r in order if r in finished}
+    d = _diverging("", "compile_ids", ids, lambda r: _compile_ids_text(ids[r]))
     if d is not None:
         out.append(d)
-    out = [_describe_collectives(d, views) if d.aspect == "collectives" else d for d in out]
-    out = [_describe_cache(d, views) if d.aspect == "cache" else d for d in out]
+    out = [_describe_collectives(d, view) if d.aspect == "collectives" else d for d in out]
+    out = [_describe_cache(d, view) if d.aspect == "cache" else d for d in out]
     if not any(d.aspect == "guards" for d in out):
         return tuple(out)
-    return tuple(_describe_guards(d, views) if d.aspect == "guards" else d for d in out)
+    return tuple(_describe_guards(d, view) if d.aspect == "guards" else d for d in out)
+
+
+def _presence(view: Callable[[int], _RankView], cid: str, compiled: Mapping[int, str], rank: int) -> str:
+    return f"compiled {view(rank).function(cid)}".strip() if compiled[rank] == "compiled" else "not compiled"
+
+
+def _text(view: Callable[[int], _RankView], value: Callable[[_RankView, str], tuple[Any, str]], cid: str,
+          rank: int) -> str:
+    return value(view(rank), cid)[1]
+
+
+@dataclass(frozen=True)
+class RankKeys:
+    """What ``divergences`` compares of one rank: for each compile (in compile order), each aspect's value as a
+    digest of its canonical text, in ``_ASPECTS`` order, then the cache outcomes'. Small, so the processes that
+    read ranks send it instead of the parent finding it again; made of nothing that depends on the process (no
+    hash, id or set iteration order), so ranks read by different processes compare alike."""
+
+    compiles: tuple[tuple[str, tuple[bytes, ...]], ...]
+
+
+def rank_keys(rank: RankReport) -> RankKeys:
+    """One rank's ``RankKeys``."""
+    v = _RankView(rank)
+    return RankKeys(tuple((cid, tuple(_digest(value(v, cid)[0]) for _, value in (*_ASPECTS, ("cache", _cache))))
+                          for cid in sorted(v.compile_ids, key=_compile_order_key)))
+
+
+def _digest(key: Any) -> bytes:
+    """A key's digest: equal for equal keys (tuples, strings, numbers, None, and sets, sorted first), in any process."""
+    if isinstance(key, (frozenset, set)):
+        key = ("set", tuple(sorted(key)))
+    return hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def compile_order(cid: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", cid))
+
+
+def _compile_order_key(cid: str) -> tuple[tuple[int, ...], str]:
+    """Compile order, then the id itself (``!0/1/0`` and ``0/1/0`` have the same numbers): the same in any process."""
+    return compile_order(cid), cid
 
 
 class _RankView:
@@ -171,9 +226,8 @@ def _cache(v: _RankView, cid: str) -> tuple[Any, str]:
     return (aot, fx), ", ".join(text)
 
 
-def _compile_ids(v: _RankView) -> tuple[Any, str]:
-    ids = tuple(sorted(v.compile_ids, key=compile_order))
-    return ids, _clip(f"{len(ids)} compiles: {' '.join(ids)}")
+def _compile_ids_text(ids: tuple[str, ...]) -> str:
+    return _clip(f"{len(ids)} compiles: {' '.join(ids)}")
 
 
 def _ddp(v: _RankView, cid: str) -> tuple[Any, str]:
@@ -192,10 +246,10 @@ def _collectives(v: _RankView, cid: str) -> tuple[Any, str]:
     return tuple(c.key for c in cols), _clip(f"{len(cols)} collectives: " + ", ".join(c.text() for c in cols))
 
 
-def _describe_collectives(d: Divergence, views: Sequence[_RankView]) -> Divergence:
+def _describe_collectives(d: Divergence, view: Callable[[int], _RankView]) -> Divergence:
     """Each group as its first collective that differs from the others': order, kind, group, size."""
-    lists = {v.rank.rank: collectives.of_stages(v.rank.stages, d.compile_id) for v in views}
-    groups = [lists[g.ranks[0]] for g in d.groups if g.ranks[0] in lists]
+    lists = {g.ranks[0]: collectives.of_stages(view(g.ranks[0]).rank.stages, d.compile_id) for g in d.groups}
+    groups = [lists[g.ranks[0]] for g in d.groups]
     first = next((i for i in range(max(len(x) for x in groups))
                   if len({x[i].key if i < len(x) else None for x in groups}) > 1), 0)
 
@@ -214,26 +268,23 @@ _ASPECTS: tuple[tuple[str, Callable[[_RankView, str], tuple[Any, str]]], ...] = 
 )
 
 
-def _diverging(cid: str, aspect: str, values: dict[int, tuple[Any, str]]) -> Optional[Divergence]:
-    """Ranks grouped by value (first-rank order); None when they all agree."""
+def _diverging(cid: str, aspect: str, keys: Mapping[int, Any], text: Callable[[int], str]) -> Optional[Divergence]:
+    """Ranks grouped by key (first-rank order), each group shown as ``text`` of its first rank; None when they
+    all agree."""
     groups: dict[Any, list[int]] = {}
-    texts: dict[Any, str] = {}
-    for rank in sorted(values):
-        key, text = values[rank]
-        groups.setdefault(key, []).append(rank)
-        texts.setdefault(key, text)
+    for rank in sorted(keys):
+        groups.setdefault(keys[rank], []).append(rank)
     if len(groups) < 2:
         return None
     return Divergence(compile_id=cid, aspect=aspect,
-                      groups=tuple(RankGroup(tuple(ranks), texts[key]) for key, ranks in groups.items()))
+                      groups=tuple(RankGroup(tuple(ranks), text(ranks[0])) for ranks in groups.values()))
 
 
-def _describe_guards(d: Divergence, views: Sequence[_RankView]) -> Divergence:
+def _describe_guards(d: Divergence, view: Callable[[int], _RankView]) -> Divergence:
     """Each group's guards that not every group has: what one rank assumed and another did not."""
-    by_rank = {v.rank.rank: v for v in views}
     sets = []
     for g in d.groups:
-        graph = by_rank[g.ranks[0]].graphs.get(d.compile_id)
+        graph = view(g.ranks[0]).graphs.get(d.compile_id)
         sets.append({guard_key(x): x for x in (graph.guards if graph is not None else ())})
     common = set.intersection(*(set(s) for s in sets))
     groups = []
@@ -245,13 +296,12 @@ def _describe_guards(d: Divergence, views: Sequence[_RankView]) -> Divergence:
     return Divergence(d.compile_id, d.aspect, tuple(groups))
 
 
-def _describe_cache(d: Divergence, views: Sequence[_RankView]) -> Divergence:
+def _describe_cache(d: Divergence, view: Callable[[int], _RankView]) -> Divergence:
     """Each group's cache misses with the key components that differ from another group's look-up of the
     same graph: why one rank missed where another hit (or missed with another key)."""
-    by_rank = {v.rank.rank: v for v in views}
 
     def own(g: RankGroup) -> dict[Any, Any]:
-        ct = by_rank[g.ranks[0]].rank.compile_time
+        ct = view(g.ranks[0]).rank.compile_time
         return {k: c for k, c in cachekeys.by_id(ct).items() if k[0] == d.compile_id}
 
     looked = [own(g) for g in d.groups]

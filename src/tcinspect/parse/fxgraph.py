@@ -6,6 +6,7 @@ another torch version) can be analysed on any machine without torch.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Container
 from typing import Optional
@@ -40,8 +41,10 @@ _INPLACE_NAMES = {
 }
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_type(annotation: str) -> tuple[str, tuple[str, ...], tuple[str, ...], str]:
-    """Split ``f32[8, 32][32, 1]cuda:0`` into dtype, shape, stride and device."""
+    """Split ``f32[8, 32][32, 1]cuda:0`` into dtype, shape, stride and device (a graph repeats a few types many
+    times: each is split once)."""
     m = _TENSOR_TYPE.match(annotation.strip())
     if not m:
         if annotation.startswith("Sym("):
@@ -79,10 +82,14 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
+_CALL = re.compile(r"^(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)$", re.S)
+_SUBSCRIPT = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[(?P<idx>.*)\]$")
+
+
 def _classify(expr: str, known: Container[str]) -> tuple[str, str, str]:
     """The (op, target, args) of a node's right-hand side."""
     expr = expr.strip()
-    call = re.match(r"^(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)$", expr, re.S)
+    call = _CALL.match(expr)
     if call:
         callee, args = call["callee"], call["args"]
         head, _, attr = callee.partition(".")
@@ -95,7 +102,7 @@ def _classify(expr: str, known: Container[str]) -> tuple[str, str, str]:
         return "call_function", callee, args
     if expr.startswith("self."):
         return "get_attr", expr[len("self."):], ""
-    sub = re.match(r"^(?P<base>[A-Za-z_]\w*)\[(?P<idx>.*)\]$", expr)
+    sub = _SUBSCRIPT.match(expr)
     if sub and sub["base"] in known:
         return "call_function", "operator.getitem", f"{sub['base']}, {sub['idx']}"
     binary = _BINARY.match(expr)

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.guards import _stable, source_of
+from tcinspect.parse.memo import memoized
 from tcinspect.report import (
     CallCost,
     CompileGuardCost,
@@ -67,6 +68,12 @@ def lambda_guards(text: str) -> tuple[LambdaGuard, ...]:
     return tuple(out)
 
 
+@memoized
+def _of_tree(text: str) -> tuple[Optional[float], tuple[LambdaGuard, ...], int]:
+    """A guard tree's printed latency, lambda guards and tag-safe roots (the same tree on ranks that compiled alike)."""
+    return printed_latency(text), lambda_guards(text), len(_TAG_SAFE_ROOT.findall(text))
+
+
 def _metric(meta: dict[str, Any]) -> Optional[float]:
     v = meta.get("guard_latency_us")
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -85,10 +92,10 @@ def build(events: Sequence[ev_mod.Event]) -> Optional[GuardCost]:
         if tree is None and latency is None:
             continue
         function = str(metrics.meta.get("co_name") or "") if metrics is not None else ""
-        text = tree.payload if tree is not None else ""
+        printed, lambdas, tag_safe = _of_tree(tree.payload if tree is not None else "")
         compiles.append(CompileGuardCost(
-            compile_id=cid, function=function, guard_latency_us=latency, printed_latency_us=printed_latency(text),
-            lambda_guards=lambda_guards(text), tag_safe_roots=len(_TAG_SAFE_ROOT.findall(text))))
+            compile_id=cid, function=function, guard_latency_us=latency, printed_latency_us=printed,
+            lambda_guards=lambdas, tag_safe_roots=tag_safe))
     per_call = _per_call(events)
     if not compiles and per_call is None:
         return None

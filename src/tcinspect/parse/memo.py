@@ -43,7 +43,7 @@ _OBJECT = object()
 
 
 def _chars(args: tuple[Any, ...]) -> int:
-    return sum(len(a) for a in args if isinstance(a, str)) + 64
+    return sum(len(a) for a in args if isinstance(a, (str, bytes))) + 64
 
 
 def memoized(fn: F) -> F:

@@ -24,9 +24,11 @@ from typing import Any, Optional
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.events import Event
 from tcinspect.parse.fxgraph import _split_top
+from tcinspect.parse.memo import memoized
 from tcinspect.report import (
     AotGraphs,
     DynamoGraph,
+    Graph,
     GraphMemory,
     InductorPeak,
     Memory,
@@ -151,9 +153,22 @@ def graph_memory(cid: str, aot: AotGraphs, dynamo: Optional[DynamoGraph], hints:
     fwd, bwd = aot.forward, aot.backward
     if fwd is None or not fwd.saved_for_backward:
         return None
+    saved, hinted, recomputed = _saved(fwd, bwd, dynamo.graph if dynamo is not None else None,
+                                       tuple(hints.items()), tuple(modules.items()))
+    return GraphMemory(compile_id=cid, saved=saved, hints=hinted, recomputed=recomputed, memory_budget=budget,
+                       inductor_peaks=peaks, note=note)
+
+
+@memoized
+def _saved(fwd: Graph, bwd: Optional[Graph], user: Optional[Graph], hint_items: tuple[tuple[str, int], ...],
+           module_items: tuple[tuple[str, str], ...]) -> tuple[tuple[SavedTensor, ...], tuple[tuple[str, str], ...],
+                                                               tuple[str, ...]]:
+    """What a forward graph saves for its backward, the hints of the symbols in their sizes, and what the backward
+    computes again (the same graphs on ranks that compiled alike)."""
+    hints, modules = dict(hint_items), dict(module_items)
     nodes = {n.name: n for n in fwd.nodes}
     inputs = [n for n in fwd.nodes if n.op == "placeholder"]
-    dyn_inputs = [n for n in dynamo.graph.nodes if n.op == "placeholder"] if dynamo is not None else []
+    dyn_inputs = [n for n in user.nodes if n.op == "placeholder"] if user is not None else []
     params = {}
     if len(dyn_inputs) == len(inputs):  # primals_N is Dynamo's Nth graph input (plain tensors and symbols)
         params = {p.name: parameter_name(d.target or d.name) for p, d in zip(inputs, dyn_inputs)}
@@ -180,9 +195,7 @@ def graph_memory(cid: str, aot: AotGraphs, dynamo: Optional[DynamoGraph], hints:
     computed = {n.name for n in fwd.nodes if n.op == "call_function"}
     recomputed = tuple(n.name for n in bwd.nodes if n.op == "call_function" and n.name in computed) if bwd else ()
     symbols = sorted({s for t in saved for s in _SYMBOL.findall(t.bytes_expr)})
-    return GraphMemory(compile_id=cid, saved=tuple(saved),
-                       hints=tuple((s, str(hints[s]) if s in hints else "?") for s in symbols),
-                       recomputed=recomputed, memory_budget=budget, inductor_peaks=peaks, note=note)
+    return tuple(saved), tuple((s, str(hints[s]) if s in hints else "?") for s in symbols), recomputed
 
 
 def _per_forward(group: list[Event], name: str) -> list[Optional[Event]]:

@@ -3,17 +3,20 @@ under ``ranks``, and where they diverge."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Optional
 
-from tcinspect.derived.divergence import divergences
+from tcinspect.derived.divergence import RankKeys, divergences
 from tcinspect.report import OK, RankReport, Report
 from tcinspect.vocabulary import outcome
 
 
-def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = ()) -> Report:
-    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed."""
+def merge(base: Report, ranks: Sequence[RankReport], timings: tuple[tuple[str, float], ...] = (),
+          keys: Optional[Mapping[int, RankKeys]] = None) -> Report:
+    """``base`` (rank 0's report) with every rank under ``ranks``; its error names each rank that failed. ``keys``:
+    what the divergence compares of each rank, where the processes that read the ranks found it."""
     failed = [r for r in ranks if r.status != OK]
     error = "; ".join(f"rank {r.rank} {r.status}: {outcome(r)}" for r in failed)
     ordered = tuple(sorted(ranks, key=lambda r: r.rank))
     return base.replace(ranks=ordered, error=error, timings=tuple(base.timings) + tuple(timings),
-                        divergence=divergences(ordered))
+                        divergence=divergences(ordered, keys))

@@ -32,10 +32,10 @@ from tcinspect.parse import events as ev_mod
 from tcinspect.parse import jsonfast, logfiles, memo, shapes
 from tcinspect.parse.events import Event
 from tcinspect.report import (
-    CacheKeyComponent,
     CacheLookup,
     DdpSplit,
     EventCount,
+    Graph,
     IgnoredFile,
     Options,
     ParseHealth,
@@ -117,12 +117,21 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
     health.records += 1
     name = ev_mod.event_name(meta)
-    # the payload without each line's tab: record[nl + 1] is the first line's
-    payload = record[nl + 2:].replace(b"\n\t", b"\n") if nl >= 0 else None
     expected = meta.get("has_payload")
-    if isinstance(expected, str) and (payload is None
-                                      or hashlib.md5(payload, usedforsecurity=False).hexdigest() != expected):
-        if payload is None or (last and health.cut_short):
+    expected = expected if isinstance(expected, str) else None
+    payload: Optional[bytes] = None
+    text: Optional[str] = None
+    if nl < 0:
+        matched = expected is None
+    elif name == ev_mod.CHROMIUM_EVENT:  # a span: small, and its own on every rank (its times)
+        # the payload without each line's tab: record[nl + 1] is the first line's
+        payload = record[nl + 2:].replace(b"\n\t", b"\n")
+        matched = expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+    else:
+        keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
+        matched, text = _payload(record[nl + 2:], expected, keep)
+    if not matched:
+        if nl < 0 or (last and health.cut_short):
             health.truncated_payloads += 1
         else:
             health.payload_mismatches += 1
@@ -158,8 +167,6 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
                               attempt=attempt, meta=compact, payload="", call=-1,
                               compiled_autograd_id=meta.get("compiled_autograd_id"))
         return event
-    keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
-    text = payload.decode("utf-8", errors="replace") if keep and payload is not None else None
     if name == "dynamo_start" and strings:
         _name_files(meta.get("dynamo_start"), strings)
     elif name in shapes.WITH_FRAMES and strings and isinstance(meta.get(name), dict):
@@ -169,6 +176,16 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     except (TypeError, ValueError, AttributeError):  # a record of the right shape with values of the wrong types
         health.lines_not_understood += 1
         return None
+
+
+@memo.memoized
+def _payload(lines: bytes, expected: Optional[str], keep: bool) -> tuple[bool, Optional[str]]:
+    """Whether a payload (its lines as logged, without the first line's tab) has the md5 its record states (or
+    states none), and its text where the report reads it. The same payload on ranks that compiled alike is checked
+    and decoded once, and parsers that keep results by their text find it by identity."""
+    payload = lines.replace(b"\n\t", b"\n")
+    matched = expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+    return matched, payload.decode("utf-8", errors="replace") if keep else None
 
 
 def _span_decoder() -> Optional[Callable[[bytes], Any]]:
@@ -302,8 +319,9 @@ TARGET_KIND = "torch_trace"
 
 
 #: one rank's log read, as a pool worker sends it back: (rank, its report without its large parts or why it cannot
-#: be read, its large parts each pickled with a digest of the pickle)
-RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...]]
+#: be read, its large parts each pickled with a digest of the pickle, and what the divergence of ranks compares of
+#: it (derived.divergence.RankKeys) pickled with its digest, or () where it cannot be read)
+RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...], tuple[bytes, ...]]
 
 
 def read_rank(args: tuple[int, str]) -> RankEntry:
@@ -314,7 +332,7 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     try:
         rep, splits = log_report(path, as_rank=True)
     except TraceLogError as exc:
-        return rank, exc, ()
+        return rank, exc, (), ()
     values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
     pickled = []
     _named.clear()
@@ -325,9 +343,10 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
         pickler.dump(value)
         data = buf.getvalue()
         pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
-    # the key components its cache look-ups name go first (the parts name them by digest), then the six parts
+    # the shared values it holds go first (the parts name them by digest): key components and graphs; then the six parts
     parts = []
-    for digest, data in [*_named.values(), *pickled]:
+    keys = _keys_pickled(rep, splits, tuple(digest for digest, _ in pickled))
+    for digest, data in [*_named.values(), *pickled, keys]:
         if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
             if digest in _sent:
                 data = b""
@@ -335,34 +354,70 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
                 _sent.add(digest)
         parts.append((digest, data))
     _named.clear()
-    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts)
+    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]), parts[-1]
 
 
-#: key components (the FX graph cache's key, listed whole: most of a rank's compile-time part) by the id of their
-#: tuple, with their pickle's digest and the pickle: ranks that compiled alike share the tuple (parse/memo.py), so
-#: it is pickled once and each cache look-up carries only the digest. Bounded by _COMPONENTS_KEPT bytes of
-#: pickles, the oldest dropped first (a tuple dropped is pickled again when a rank names it)
-_components: dict[int, tuple[tuple[CacheKeyComponent, ...], bytes, bytes]] = {}
-_COMPONENTS_KEPT = 16 << 20
+#: a rank's divergence keys pickled with their digest, by the digests of the parts they follow from: ranks that
+#: compiled alike find them once (the last few kept)
+_keys_made: dict[tuple[bytes, ...], tuple[bytes, bytes]] = {}
+_KEYS_KEPT = 16
+
+
+def _keys_pickled(rep: Report, splits: tuple[DdpSplit, ...], digests: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    """What the divergence of ranks compares of this rank, found here (in the worker that read it) so that the
+    reader only compares the small keys of all ranks. They follow from every part but the compile times."""
+    from tcinspect.derived.divergence import rank_keys
+    from tcinspect.report import OK, RankReport
+
+    of = digests[:4] + digests[5:]
+    kept = _keys_made.get(of)
+    if kept is None:
+        keys = rank_keys(RankReport(rank=0, status=OK, stages=rep.stages, compiles=rep.compiles, ddp_splits=splits))
+        data = pickle.dumps(keys, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = (hashlib.blake2b(data, digest_size=16).digest(), data)
+        if len(_keys_made) >= _KEYS_KEPT:
+            del _keys_made[next(iter(_keys_made))]
+        _keys_made[of] = kept
+    return kept
+
+
+#: what ranks that compiled alike share by identity (parse/memo.py gives the same object for the same text): the key
+#: components of a cache look-up (the FX graph cache's key, listed whole: most of a rank's compile-time part) and
+#: every graph (Dynamo's, AOTAutograd's, Inductor's post-grad: most of the other parts), by their id, with their
+#: pickle's digest and the pickle. Each is pickled once, and a part that holds it carries only the digest, so a
+#: rank that compiled like an earlier one is pickled in a fraction of the time. Bounded by _COMPONENTS_KEPT bytes
+#: of pickles, the oldest dropped first (one dropped is pickled again when a rank holds it)
+_components: dict[int, tuple[Any, bytes, bytes]] = {}
+_COMPONENTS_KEPT = 32 << 20
 _components_bytes = 0
-#: the components tuples the rank being pickled names: digest -> (digest, pickle)
+#: the shared values the rank being pickled holds: digest -> (digest, pickle)
 _named: dict[bytes, tuple[bytes, bytes]] = {}
-#: while merge_ranks reads a rank's parts: every part and components tuple read so far, by digest
+#: while merge_ranks reads a rank's parts: every part and shared value read so far, by digest
 _received: dict[bytes, Any] = {}
 
 
-def _components_digest(components: tuple[CacheKeyComponent, ...]) -> bytes:
+def _components_digest(value: Any) -> bytes:
+    """The digest of a shared value's pickle (made once while the value lives), named for the rank being pickled."""
     global _components_bytes
-    kept = _components.get(id(components))
-    if kept is None or kept[0] is not components:
-        data = pickle.dumps(components, protocol=pickle.HIGHEST_PROTOCOL)
-        kept = (components, hashlib.blake2b(data, digest_size=16).digest(), data)
-        _components[id(components)] = kept
+    kept = _components.get(id(value))
+    if kept is None or kept[0] is not value:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = (value, hashlib.blake2b(data, digest_size=16).digest(), data)
+        _components[id(value)] = kept
         _components_bytes += len(data)
         while _components_bytes > _COMPONENTS_KEPT and len(_components) > 1:
             _components_bytes -= len(_components.pop(next(iter(_components)))[2])
     _named[kept[1]] = (kept[1], kept[2])
     return kept[1]
+
+
+def _reduce_graph(graph: Graph) -> Any:
+    """A graph pickled as its digest (merge_ranks reads it by it)."""
+    return _shared, (_components_digest(graph),)
+
+
+def _shared(digest: bytes) -> Any:
+    return _received[digest]
 
 
 def _reduce_lookup(lookup: CacheLookup) -> Any:
@@ -382,7 +437,8 @@ def _lookup(state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
     return out
 
 
-_DISPATCH = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup}
+_DISPATCH: dict[type, Callable[[Any], Any]] = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup,
+                                               Graph: _reduce_graph}
 
 
 def end_reading() -> None:
@@ -390,6 +446,7 @@ def end_reading() -> None:
     global _components_bytes
     _components.clear()
     _named.clear()
+    _keys_made.clear()
     _components_bytes = 0
 
 
@@ -480,7 +537,8 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
+    from tcinspect.derived import divergence  # noqa: F401 - imported once here, not in each forked worker
+    from tcinspect.parse import ddp, fromevents  # noqa: F401
 
     # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
     jsonfast.loads(b"0")
@@ -541,6 +599,7 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
 
 def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
                  names: Mapping[int, str], part: Callable[[bytes, bytes], Any]) -> Report:
+    from tcinspect.derived.divergence import RankKeys
     from tcinspect.parse.merge import merge
     from tcinspect.report import OK, RankReport
 
@@ -549,13 +608,16 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
     base_rank = -1
     errors: list[tuple[int, TraceLogError]] = []
     read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
-    for r, rep, parts in results:
+    keys: dict[int, RankKeys] = {}
+    for r, rep, parts, rank_keys in results:
         if isinstance(rep, TraceLogError):
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
             errors.append((r, rep))
             continue
         # the key components they name first, then the six parts
         dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in parts][-6:]
+        if rank_keys:
+            keys[r] = part(*rank_keys)
         stages = Stages(dynamo, aot, inductor)
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
@@ -588,4 +650,4 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
                             ignored_files=ignored)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
-    return merge(base, ranks)
+    return merge(base, ranks, keys=keys)
