@@ -110,6 +110,8 @@ def main() -> None:
     ap.add_argument("--no-control", action="store_true",
                     help="leave out the control (the speed-up of independent pure-Python work on the same cores)")
     ap.add_argument("--keep", type=Path, help="write the directories here and keep them")
+    ap.add_argument("--vary", action="store_true", help="each rank's log its own, as on a multi-GPU job "
+                                                        "(bench/rank_logs.py --vary); default: copies")
     args = ap.parse_args()
     # the package's bytecode written first, as installing it does: a child that compiles tcinspect's modules on
     # every start (PYTHONDONTWRITEBYTECODE, a read-only checkout) would time Python's compiler, not the reader
@@ -118,7 +120,7 @@ def main() -> None:
     # the speed-up is over the first; 0 (the reader's own choice) last
     jobs = sorted({int(j) for j in args.jobs.split(",")} if args.jobs else {1, cores}, key=lambda j: (j == 0, j))
     counts = [int(n) for n in args.ranks.split(",")]
-    print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine} · source {args.source} · "
+    print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine} · source {args.source}{' (varied ranks)' if args.vary else ''} · "
           f"best of {args.runs}")
     print("\n| ranks | MB | --jobs | wall s | s per rank | MB/s | MB/s per core | speed-up | peak RSS MB | a worker's MB "
           "| CPU s | MB per CPU s | the reader's own CPU s |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -127,9 +129,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tcinspect-ranks-") as tmp:
         base = args.keep or Path(tmp)
         for n in counts:
-            d = base / f"ranks{n}-{rank_logs.source_name(args.source)}"
+            d = base / f"ranks{n}-{rank_logs.source_name(args.source)}{'-varied' if args.vary else ''}"
             if not d.exists():
-                rank_logs.write(d, n, args.source)
+                rank_logs.write(d, n, args.source, varied=args.vary)
             mb = sum(p.stat().st_size for p in d.iterdir()) / 1e6
             first = 0.0
             for j in jobs:
