@@ -124,9 +124,7 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     if nl < 0:
         matched = expected is None
     elif name == ev_mod.CHROMIUM_EVENT:  # a span: small, and its own on every rank (its times)
-        # the payload without each line's tab: record[nl + 1] is the first line's
-        payload = record[nl + 2:].replace(b"\n\t", b"\n")
-        matched = expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+        payload, matched = _checked(record[nl + 2:], expected)  # record[nl + 1] is the first line's tab
     else:
         keep = name in _WITH_PAYLOAD or _CACHE_EVENT.fullmatch(name) is not None
         matched, text = _payload(record[nl + 2:], expected, keep)
@@ -178,13 +176,19 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
 
 
+def _checked(lines: bytes, expected: Optional[str]) -> tuple[bytes, bool]:
+    """A payload from its lines as logged (without the first line's tab): without each line's tab, and whether it
+    has the md5 its record states (or states none)."""
+    payload = lines.replace(b"\n\t", b"\n")
+    return payload, expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+
+
 @memo.memoized
 def _payload(lines: bytes, expected: Optional[str], keep: bool) -> tuple[bool, Optional[str]]:
-    """Whether a payload (its lines as logged, without the first line's tab) has the md5 its record states (or
-    states none), and its text where the report reads it. The same payload on ranks that compiled alike is checked
-    and decoded once, and parsers that keep results by their text find it by identity."""
-    payload = lines.replace(b"\n\t", b"\n")
-    matched = expected is None or hashlib.md5(payload, usedforsecurity=False).hexdigest() == expected
+    """Whether a payload has the md5 its record states (``_checked``), and its text where the report reads it. The
+    same payload on ranks that compiled alike is checked and decoded once, and parsers that keep results by their
+    text find it by identity."""
+    payload, matched = _checked(lines, expected)
     return matched, payload.decode("utf-8", errors="replace") if keep else None
 
 
