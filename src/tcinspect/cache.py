@@ -28,6 +28,7 @@ from tcinspect import outfile, serialize
 from tcinspect._version import __version__
 from tcinspect.errors import ReportFormatError, TcinspectError
 from tcinspect.report import SCHEMA_VERSION, Options, Report, Stages
+from tcinspect.serialize.rules import OPTIONS_OF_SCHEMA_1
 
 #: The key beside the report in a cache entry: {absolute path: fingerprint} of every traced file.
 SOURCES_KEY = "traced_sources"
@@ -89,11 +90,11 @@ def key(model_path: Path, sha256: str, options: Options, extra: Sequence[str] = 
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-#: The options the key holds even at their default: those there were when the key took this form. An option
-#: added since is keyed only when it differs from its default, so that a capture that does not use it keeps
-#: the key it had before the option existed (and its cached report); a new option is not listed here.
-_KEYED_AT_DEFAULT = frozenset({"backend", "mode", "fullgraph", "dynamic", "backward", "device", "passes", "verify",
-                               "rtol", "atol", "export", "dynamic_dims", "aoti", "bench", "try_mode", "per_call"})
+#: The options the key holds even at their default: those there were when the key took this form (schema 1's and
+#: two added before it). An option added since is keyed only when it differs from its default, so that a capture
+#: that does not use it keeps the key it had before the option existed (and its cached report); a new option is
+#: not listed here.
+_KEYED_AT_DEFAULT = OPTIONS_OF_SCHEMA_1 | {"try_mode", "per_call"}
 
 
 def keyed_options(options: Options) -> dict:
