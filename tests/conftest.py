@@ -18,6 +18,12 @@ import pytest
 
 from helpers import MODELS, SAMPLES
 
+# The terminal the tests run in does not choose their output's width: the CLI writes 120 columns to a pipe unless
+# COLUMNS says otherwise, and a shell (or pytest-xdist's workers, which set COLUMNS=80) may say otherwise. A test
+# that wants a width sets COLUMNS itself.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 #: The session fixtures that run torch: a test using any of them (directly or through another fixture) is
 #: marked ``torch``; those that compile with Inductor mark it ``slow`` as well.
 TORCH_FIXTURES = {"inductor_cache", "tiny_report", "breaks_report", "conformance", "bert_kwargs_report"}

@@ -9,7 +9,6 @@ import gzip
 import math
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import recorded_report
 from tcinspect import serialize
-from tcinspect.parse import assemble, events, torchtrace
-from tcinspect.report import Report, Target, TensorCheck, Verification
+from tcinspect.report import Report, TensorCheck, Verification
 from tcinspect.serialize import floats, json_text, yaml_read
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -35,32 +34,25 @@ RANK_DIRS = [DATA / "torch_trace" / "torch-2.13.0" / n for n in ("ddp_rank_branc
 SAVED = sorted(DATA.rglob("*.yaml.gz")) + sorted(DATA.rglob("*.live.json.gz"))
 
 
-@cache
 def recorded(name: str) -> Report:
-    path = DATA / name
-    if path.is_dir():
-        return torchtrace.read(path)
-    evs, bad = events.read_trace(path)
-    stages, metrics = assemble.build(evs)
-    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="trace", model_name=path.name),
-                  stages=stages, compiles=metrics, parse=events.parse_health(evs, bad),
-                  timings=(("compile_s", 1.25), ("parse_s", 0.5)))
+    return recorded_report(DATA / name)
 
 
 REPORTS = [str(p.relative_to(DATA)) for p in EVENT_FILES + RANK_DIRS]
 
 
 def _same(a, b) -> bool:
-    """Equal, types included (1 is not 1.0 nor True), NaN equal to NaN."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return bool(a == b)
+    """Equal, types included (1 is not 1.0 nor True), NaN equal to NaN, keys in the same order: for plain data
+    (dicts, lists, str, int, float, bool, None) that is equal ``repr`` (floats' reprs round-trip exactly; -0.0 is
+    not 0.0)."""
+    return repr(a) == repr(b)
+
+
+def test_same_tells_apart_what_equality_does_not():
+    assert _same({"a": [1, 1.5, None, "x"], "n": math.nan}, {"a": [1, 1.5, None, "x"], "n": float("nan")})
+    for a, b in ((1, 1.0), (1, True), (0.0, -0.0), ([1], (1,)), ({"a": 1, "b": 2}, {"b": 2, "a": 1}), ("1", 1),
+                 ({"k": [0]}, {"k": [False]})):
+        assert not _same(a, b), (a, b)
 
 
 # ----------------------------------------------------------------------------- JSON: orjson, byte for byte
@@ -70,11 +62,11 @@ def _same(a, b) -> bool:
 def test_json_of_a_recorded_report_is_jsons_text_and_takes_the_orjson_path(name):
     rep = recorded(name)
     assert floats.kind(rep) in (json_text.ORDINARY, json_text.UNUSUAL)  # orjson writes it (no NaN)
-    for timings in (True, False):
+    # each value of each flag once: --no-timings changes the data, --compact only how it is written
+    for timings, compact in ((True, False), (False, True)):
         data = serialize.to_dict(rep, timings=timings)
-        for compact in (False, True):
-            assert serialize.dumps(rep, "json", timings=timings, compact=compact) == \
-                json_text.stdlib_dumps(data, compact=compact) == json_text.dumps(data, compact=compact)
+        assert serialize.dumps(rep, "json", timings=timings, compact=compact) == \
+            json_text.stdlib_dumps(data, compact=compact) == json_text.dumps(data, compact=compact)
 
 
 def test_special_floats_are_written_as_json_writes_them():
