@@ -226,11 +226,11 @@ def parse_graph(name: str, code: str) -> Graph:
         node_name = m["name"]
         if expr in by_name and nodes[by_name[expr]].op == "placeholder" and not m["type"]:
             # Dynamo renames its inputs: `l_x_ = L_x_`
-            old = nodes[by_name.pop(expr)]
-            renamed = Node(op="placeholder", name=node_name, target=expr, dtype=old.dtype, shape=old.shape,
-                           stride=old.stride, device=old.device)
-            nodes[nodes.index(old)] = renamed
-            by_name[node_name] = nodes.index(renamed)
+            at = by_name.pop(expr)  # its place, not nodes.index (which compares every node before it, field by field)
+            old = nodes[at]
+            nodes[at] = Node(op="placeholder", name=node_name, target=expr, dtype=old.dtype, shape=old.shape,
+                             stride=old.stride, device=old.device)
+            by_name[node_name] = at
             continue
         if "fx_pytree.tree_flatten_spec" in expr:
             continue
