@@ -307,13 +307,12 @@ def remember_twin(yaml_text: str, rep: Report, *, timings: bool = True) -> None:
     A cache that cannot be written costs nothing but speed.
     """
     try:
-        _write_twin(yaml_text.encode("utf-8"), serialize.dumps(rep, "json", timings=timings, compact=True))
+        _write_twin(_twin_path(yaml_text.encode("utf-8")), serialize.dumps(rep, "json", timings=timings, compact=True))
     except OSError as exc:
         log.debug("no JSON twin written in %s: %s", cache_dir(), exc)
 
 
-def _write_twin(data: bytes, json_text: str) -> None:
-    p = _twin_path(data)
+def _write_twin(p: Path, json_text: str) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     ignore = cache_dir() / ".gitignore"
     if not ignore.exists():
@@ -352,9 +351,13 @@ def read_report(path: str | Path) -> Report:
             return rep
         except (ReportFormatError, OSError):
             pass  # a damaged twin: read the YAML itself, and write the twin again
-    rep = serialize.load(p)
     try:
-        _write_twin(data, serialize.dumps(rep, "json", compact=True))
+        text = data.decode("utf-8")  # the bytes read above: the file is read and hashed once
+    except UnicodeDecodeError:
+        return serialize.load(p)  # its own message
+    rep = serialize.loads(text, name=str(p))
+    try:
+        _write_twin(twin, serialize.dumps(rep, "json", compact=True))
     except OSError as exc:
         log.debug("no JSON twin written in %s: %s", cache_dir(), exc)
     return rep
