@@ -194,12 +194,14 @@ def pytest_collection_modifyitems(config, items):
         path = Path(str(item.fspath))
         if path not in module_marks:
             module_marks[path] = _module_marks(path) if path.suffix == ".py" else set()
-        names = {m.name for m in item.iter_markers()} | module_marks[path]
+        marked = {m.name for m in item.iter_markers()}
+        names = marked | module_marks[path]  # "torch" there too where the module imports torch at its top
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & INDUCTOR_FIXTURES and "slow" not in names:
             item.add_marker(pytest.mark.slow)
             names.add("slow")
-        if "torch" not in names and (names & IMPLY_TORCH or _needs_torch(item)):
+        # the marker itself, so that `-m torch` selects what `-m "not torch"` leaves out
+        if "torch" not in marked and ("torch" in names or names & IMPLY_TORCH or _needs_torch(item)):
             item.add_marker(pytest.mark.torch)
 
 

@@ -64,6 +64,27 @@ def test_a_module_that_imports_torch_at_its_top_is_not_collected_by_the_torch_fr
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
 
 
+@pytest.mark.torch
+def test_the_torch_marker_selects_what_the_torch_free_layer_leaves_out(tmp_path):
+    """`-m torch` and `-m "not torch"` split the suite: a test of a module importing torch at its top, of a torch
+    fixture's user and one marked by hand are selected by `-m torch` (before, the first was in neither)."""
+    (tmp_path / "test_top.py").write_text("import torch\n\n\ndef test_uses_torch():\n    assert torch.ones(1)\n")
+    (tmp_path / "test_mixed.py").write_text(textwrap.dedent('''
+        import pytest
+
+        def test_free():
+            assert True
+
+        @pytest.mark.slow
+        def test_implied():
+            pass
+    '''))
+    out = _pytest(tmp_path, "-m", "torch", "--collect-only", "test_top.py", "test_mixed.py")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "test_top.py::test_uses_torch" in out.stdout and "test_mixed.py::test_implied" in out.stdout
+    assert "2/3 tests collected (1 deselected)" in out.stdout, out.stdout
+
+
 def _test_modules():
     return [*sorted(TESTS.glob("test_*.py")), TESTS / "conformance.py"]
 
