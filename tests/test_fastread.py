@@ -306,3 +306,21 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
     assert graphs[0] and all(x is y for x, y in zip(*graphs))  # one text: parsers keeping results by it find it at once
     plain, alone = torchtrace.read_log(tmp_path / "b.log")  # each log alone: checked and decoded as it comes
     assert alone.payload_mismatches == 1 and [e.payload for e in plain] == [e.payload for e in b_events]
+
+
+def test_a_task_holds_ranks_of_one_stride_and_the_merge_is_the_same(tmp_path):
+    """Where each worker has several ranks, a task reads up to four whose numbers differ by a multiple of the
+    workers (ranks of one GPU in a torchrun job, with 16 workers on 8 GPUs); every rank once, the largest first."""
+    entries = [(r, f"rank_{r}") for r in range(128)]  # eight a worker: tasks of four
+    tasks = torchtrace._tasks(entries, 16, None)
+    assert sorted(e for t in tasks for e in t) == entries
+    assert all(len(t) == 4 and len({r % 16 for r, _ in t}) == 1 for t in tasks)
+    sizes = {r: 10 + (r == 37) for r in range(128)}
+    assert 37 in [r for r, _ in torchtrace._tasks(entries, 16, sizes)[0]]
+    # few ranks per worker: one rank a task, as before
+    assert torchtrace._tasks(entries[:6], 2, None) == [[e] for e in entries[:6]]
+    d = _rank_dir(tmp_path, 9)
+    one = torchtrace.read(d, jobs=1)
+    two = torchtrace.read(d, jobs=2)  # 9 ranks on 2 workers: tasks of two
+    assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
+    assert [r.rank for r in two.ranks] == list(range(9))

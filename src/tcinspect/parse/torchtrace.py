@@ -555,22 +555,56 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
     except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
         yield from _read_here(entries)
         return
-    if sizes:
-        entries = sorted(entries, key=lambda e: -sizes.get(e[0], 0))
-    window = 2 * n  # tasks in flight: each worker has the next rank waiting, and no rank waits long to be merged
+    window = 2 * n  # tasks in flight: each worker has the next task waiting, and no rank waits long to be merged
+
+    def submit(task: list[tuple[int, str]]) -> Future[Any]:
+        return pool.submit(read_rank, task[0]) if len(task) == 1 else pool.submit(read_ranks, task)
+
     with pool:
-        pending: deque[Future[RankEntry]] = deque()
-        todo = iter(entries)
-        for e in todo:
-            pending.append(pool.submit(read_rank, e))
+        pending: deque[Future[Any]] = deque()
+        todo = iter(_tasks(entries, n, sizes))
+        for task in todo:
+            pending.append(submit(task))
             if len(pending) >= window:
                 break
         while pending:
             result = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(pool.submit(read_rank, nxt))
-            yield result
+                pending.append(submit(nxt))
+            if isinstance(result, list):
+                yield from result
+            else:
+                yield result
+
+
+#: ranks one task reads at most (see _tasks)
+_TASK_RANKS = 4
+
+
+def _tasks(entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> list[list[tuple[int, str]]]:
+    """The pool's tasks, the largest first (by ``sizes``, in bytes; else in rank order). Where each of the ``n``
+    workers has several ranks to read, a task holds up to four ranks whose numbers differ by a multiple of ``n``:
+    a torchrun job puts rank r on GPU ``r % (GPUs per host)``, so with ``n`` a multiple of that (16 workers, 8
+    GPUs) a task's ranks log the same GPU's version of each graph and its worker parses them once (parse/memo.py).
+    Only the reading's speed depends on it: the merge is the same in any order."""
+    k = max(1, min(_TASK_RANKS, len(entries) // (2 * n)))
+    if k == 1:
+        tasks = [[e] for e in entries]
+    else:
+        ordered = sorted(entries)
+        tasks = []
+        for c in range(n):
+            stride = ordered[c::n]
+            tasks += [stride[i:i + k] for i in range(0, len(stride), k)]
+    if sizes:
+        tasks.sort(key=lambda t: -sum(sizes.get(r, 0) for r, _ in t))
+    return tasks
+
+
+def read_ranks(entries: list[tuple[int, str]]) -> list[RankEntry]:
+    """Several ranks read in turn by one worker: read_rank's entries, in the same order."""
+    return [read_rank(e) for e in entries]
 
 
 def _read_here(entries: list[tuple[int, str]]) -> Iterator[RankEntry]:
