@@ -67,7 +67,7 @@ def recorded_report(path: Path):
     from tcinspect.parse import assemble, events, torchtrace
     from tcinspect.report import Report, Target
 
-    if path.is_dir() or ".log" in path.name:
+    if path.is_dir() or path.name.endswith((".log", ".log.gz")):
         return torchtrace.read(path)
     evs, bad = events.read_trace(path)
     stages, metrics = assemble.build(evs)

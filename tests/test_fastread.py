@@ -262,7 +262,7 @@ def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tm
 
     submitted = []
     submit = ProcessPoolExecutor.submit
-    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *a: (submitted.append(a[0][0]), submit(self, fn, *a))[1])
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *a: (submitted.extend(r for r, _ in a[0]), submit(self, fn, *a))[1])
     got = list(torchtrace._map(entries, 2, sizes))
     assert submitted == sorted(range(6), key=lambda r: -sizes[r]) != list(range(6))
     assert [e[0] for e in got] == submitted

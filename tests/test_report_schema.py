@@ -15,7 +15,6 @@ import pytest
 from helpers import recorded_report
 from tcinspect import serialize
 from tcinspect.cli import main
-from tcinspect.report import Report
 from tcinspect.serialize import schema
 
 jsonschema = pytest.importorskip("jsonschema")  # the dev extra installs it (the reference implementation)
@@ -55,10 +54,6 @@ def _valid(data: object) -> bool:
     return True
 
 
-def _report(path: Path) -> Report:
-    return recorded_report(path)
-
-
 def test_the_shipped_file_is_the_one_the_types_generate():
     assert schema.shipped() == schema.text(schema.generate()), \
         "report.py changed: run `python -m tcinspect.serialize.schema` to write src/tcinspect/report.schema.json"
@@ -66,7 +61,7 @@ def test_the_shipped_file_is_the_one_the_types_generate():
 
 @pytest.mark.parametrize("path", TRACES + LOGS, ids=lambda p: p.name)
 def test_fresh_reports_of_recorded_traces_are_valid(path):
-    rep = _report(path)
+    rep = recorded_report(path)
     read = [serialize.text.parse_text(serialize.dumps(rep, fmt)) for fmt in serialize.FORMATS]
     # where the formats read as the same data, types included (json's text tells 1, 1.0 and true apart), one
     # validation holds for every format
@@ -95,7 +90,7 @@ def _first_two(value):
 
 
 def test_it_refuses_what_reading_refuses():
-    good = _first_two(serialize.to_dict(_report(LOGS[0])))
+    good = _first_two(serialize.to_dict(recorded_report(LOGS[0])))
     assert len(good["ranks"]) == 2 and good["divergence"] and _errors(good) == []
 
     def damaged(change) -> list[str]:

@@ -556,26 +556,19 @@ def _map(entries: list[tuple[int, str]], jobs: Optional[int],
         yield from _read_here(entries)
         return
     window = 2 * n  # tasks in flight: each worker has the next task waiting, and no rank waits long to be merged
-
-    def submit(task: list[tuple[int, str]]) -> Future[Any]:
-        return pool.submit(read_rank, task[0]) if len(task) == 1 else pool.submit(read_ranks, task)
-
     with pool:
-        pending: deque[Future[Any]] = deque()
+        pending: deque[Future[list[RankEntry]]] = deque()
         todo = iter(_tasks(entries, n, sizes))
         for task in todo:
-            pending.append(submit(task))
+            pending.append(pool.submit(read_ranks, task))
             if len(pending) >= window:
                 break
         while pending:
             result = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(submit(nxt))
-            if isinstance(result, list):
-                yield from result
-            else:
-                yield result
+                pending.append(pool.submit(read_ranks, nxt))
+            yield from result
 
 
 #: ranks one task reads at most (see _tasks)
