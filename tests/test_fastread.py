@@ -231,6 +231,56 @@ def test_a_span_read_without_building_what_is_left_out_is_compact_span_of_json_l
         assert all(repr(torchtrace._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
 
 
+_GLOG_HEAD = b"V1123 07:01:04.270000 5375 torch/_dynamo/output_graph.py:1624] "
+DESCRIBE_CASES = [
+    b'{"describe_tensor": {"id": 0, "size": [2, 3], "requires_grad": true}, "frame_id": 0, "frame_compile_id": 0}',
+    b'{"describe_storage": {"id": 1, "describer_id": 4, "size": 24}, "frame_id": 0, "attempt": 0}',
+    b'{"describe_source": {"describer_id": 4, "id": 0, "source": "L[\'x\']"}}',
+    b'{"describe_tensor": {"id": 2}, "has_payload": "0123456789abcdef0123456789abcdef"}',  # a payload stated, none
+    b'{"describe_tensor": {"id": 2}, "has_payload": 5}',  # has_payload of another type: none stated
+    b'{"describe_tensor": {"id": 3, "size": [2, ',  # cut short: not understood
+    b'{"describe_tensor": NaN}',  # json.loads reads it, msgspec does not: the general way decides
+    b'{"describe_tensor": {}, "describe_tensor": {"id": 4}}',
+    b'{"describe_tensors": {}}',  # another name: the general way
+    b'{"describe_source": 1} trailing',
+]
+
+
+@pytest.mark.parametrize("data", DESCRIBE_CASES)
+def test_a_describe_record_is_counted_as_the_general_way_counts_it(data, monkeypatch):
+    """The three describe_* events (most records of a log) are not read; the fast way counts what the general way
+    counts for them (a record, a payload stated and not logged, a line not understood) and gives no event."""
+    def read(record):
+        health = torchtrace.LogHealth()
+        return torchtrace._event(record, False, {}, health), health
+
+    got = read(_GLOG_HEAD + data)
+    monkeypatch.setattr(torchtrace, "_described", lambda data: None)  # the general way alone
+    want = read(_GLOG_HEAD + data)
+    assert got[0] == want[0] and got[1] == want[1]
+    assert (got[0] is None) == (data != DESCRIBE_CASES[8])  # the ignored events give none
+    if data == DESCRIBE_CASES[0]:
+        assert got[1].records == 1
+        # with a payload the record goes the general way: its md5 is checked
+        payload = b"x = 1"
+        record = _GLOG_HEAD + b'{"describe_tensor": {}, "has_payload": "0"}\n\t' + payload
+        assert read(record)[1].payload_mismatches == 1
+    if data == DESCRIBE_CASES[3]:
+        assert got[1].truncated_payloads == 1
+    if data == DESCRIBE_CASES[5]:
+        assert got[1].lines_not_understood == 1 and got[1].records == 0
+
+
+def test_every_record_of_a_recorded_log_counts_the_same_either_way(monkeypatch):
+    health = torchtrace.LogHealth()
+    events = list(torchtrace.iter_events(RANK1, health))
+    monkeypatch.setattr(torchtrace, "_described", lambda data: None)
+    slow_health = torchtrace.LogHealth()
+    assert list(torchtrace.iter_events(RANK1, slow_health)) == events and slow_health == health
+    with gzip.open(RANK1) as fh:
+        assert fh.read().count(b'] {"describe_') == 30  # the fast way was taken
+
+
 def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
@@ -253,25 +303,24 @@ def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
     assert not torchtrace._received  # nothing kept once merged
 
 
-def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tmp_path, monkeypatch):
+def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tmp_path):
     d = _rank_dir(tmp_path, 6)
     logs = sorted(d.iterdir())
     entries = [(r, str(p)) for r, p in enumerate(logs)]
     sizes = {r: p.stat().st_size for r, p in enumerate(logs)}
-    from concurrent.futures import ProcessPoolExecutor
-
-    submitted = []
-    submit = ProcessPoolExecutor.submit
-    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *a: (submitted.extend(r for r, _ in a[0]), submit(self, fn, *a))[1])
+    strides = torchtrace._strides(entries, 2, sizes)
+    assert [[r for r, _ in s] for s in strides] == [sorted(range(i, 6, 2), key=lambda r: -sizes[r]) for i in (0, 1)]
+    assert [[r for r, _ in s] for s in strides] != [[0, 2, 4], [1, 3, 5]]  # the sizes reordered them
     got = list(torchtrace._map(entries, 2, sizes))
-    assert submitted == sorted(range(6), key=lambda r: -sizes[r]) != list(range(6))
-    assert [e[0] for e in got] == submitted
+    assert sorted(e[0] for e in got) == list(range(6))
     with memo.across_ranks():
         in_order = [torchtrace.read_rank(e) for e in entries]
     torchtrace.end_reading()
     one = torchtrace.merge_ranks(in_order, str(d), (), {})
     shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
     assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None
+    assert serialize.to_dict(torchtrace.merge_ranks(got, str(d), (), {}), timings=False) == \
+        serialize.to_dict(one, timings=False)
 
 
 def test_a_rank_s_graphs_travel_once_by_digest(tmp_path, monkeypatch):
@@ -308,19 +357,32 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
     assert alone.payload_mismatches == 1 and [e.payload for e in plain] == [e.payload for e in b_events]
 
 
-def test_a_task_holds_ranks_of_one_stride_and_the_merge_is_the_same(tmp_path):
-    """Where each worker has several ranks, a task reads up to four whose numbers differ by a multiple of the
-    workers (ranks of one GPU in a torchrun job, with 16 workers on 8 GPUs); every rank once, the largest first."""
-    entries = [(r, f"rank_{r}") for r in range(128)]  # eight a worker: tasks of four
-    tasks = torchtrace._tasks(entries, 16, None)
-    assert sorted(e for t in tasks for e in t) == entries
-    assert all(len(t) == 4 and len({r % 16 for r, _ in t}) == 1 for t in tasks)
-    sizes = {r: 10 + (r == 37) for r in range(128)}
-    assert 37 in [r for r, _ in torchtrace._tasks(entries, 16, sizes)[0]]
-    # few ranks per worker: one rank a task, as before
-    assert torchtrace._tasks(entries[:6], 2, None) == [[e] for e in entries[:6]]
+def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_the_merge_is_the_same(tmp_path):
+    """Worker i reads the ranks whose number is i modulo the workers (ranks of one GPU in a torchrun job, with 16
+    workers on 8 GPUs), then the last rank of the stride with the most left; every rank once."""
+    import threading
+
+    entries = [(r, f"rank_{r}") for r in range(10)]
+    strides = torchtrace._strides(entries, 3, None)
+    assert [[r for r, _ in s] for s in strides] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+    heads, tails = [0, 0, 0], [len(s) for s in strides]
+    begun = type("Value", (), {"value": 0})()
+    taken = {i: [] for i in range(3)}
+
+    def take(i):
+        entry = torchtrace._next_rank(i, strides, heads, tails, threading.Lock(), begun)
+        if entry is not None:
+            taken[i].append(entry[0])
+        return entry
+
+    for _ in range(3):
+        take(1)  # worker 1 alone: its own stride, then the longest stride's last rank (worker 0's 9)
+    assert take(1) is not None and taken[1] == [1, 4, 7, 9]
+    assert [take(2)[0] for _ in range(4)] == [2, 5, 8, 6]  # worker 2: its own, then the last of the longest
+    assert take(0)[0] == 0  # worker 0 goes on with its own from the front
+    assert take(2)[0] == 3 and take(0) is None and take(2) is None and begun.value == 10
+    assert sorted(taken[0] + taken[1] + taken[2]) == list(range(10))
     d = _rank_dir(tmp_path, 9)
     one = torchtrace.read(d, jobs=1)
-    two = torchtrace.read(d, jobs=2)  # 9 ranks on 2 workers: tasks of two
+    two = torchtrace.read(d, jobs=2)
     assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
-    assert [r.rank for r in two.ranks] == list(range(9))

@@ -103,30 +103,52 @@ def test_a_directory_with_no_log_names_what_it_saw(capsys, tmp_path):
            "line of JSON" in err
 
 
-def test_parallel_reading_gives_the_same_report_with_bounded_tasks(tmp_path, monkeypatch):
-    for rank in range(6):
+def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_worker(tmp_path):
+    for rank in range(12):
         shutil.copy(RANK0 if rank % 3 else RANK1, tmp_path / f"rank_{rank}.log.gz")
     one = torchtrace.read(tmp_path, jobs=1)
-    from concurrent.futures import ProcessPoolExecutor
-
-    submitted = []
-    submit = ProcessPoolExecutor.submit
-
-    def counting(self, fn, *args):
-        submitted.extend(rank for rank, _ in args[0])  # a task: its ranks
-        return submit(self, fn, *args)
-
-    monkeypatch.setattr(ProcessPoolExecutor, "submit", counting)
-    results = []
-    for entry in torchtrace._map([(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(6)], 2):
-        results.append(entry[0])
-        # a worker's window is two tasks: when a rank is handed back, at most 2 × 2 more were submitted
-        assert len(submitted) - len(results) <= 4
-    assert results == list(range(6)) and sorted(submitted) == list(range(6))
+    entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(12)]
+    results, ahead = [], []
+    with torchtrace._Pool(entries, 2, None) as pool:
+        for entry in pool:
+            results.append(entry[0])
+            # ranks begun and not yet handed back: one being read (or waiting to be sent) in each worker, and the
+            # queue's 2 × 2 places; the reader is slow here, so the workers run ahead as far as they may
+            ahead.append(pool.begun.value - len(results))
+            time.sleep(0.05)
+    assert sorted(results) == list(range(12)) and max(ahead) <= 3 * 2 and max(ahead) > 2, ahead
     two = torchtrace.read(tmp_path, jobs=2)
     assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
     # ranks that compiled alike share their parts, read once
     assert two.ranks[1].stages.inductor is two.ranks[2].stages.inductor
+
+
+def test_a_worker_that_fails_or_is_killed_ends_the_reading_with_one_line(tmp_path, monkeypatch, capsys):
+    for rank in range(4):
+        shutil.copy(RANK0, tmp_path / f"rank_{rank}.log.gz")
+    entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(4)]
+    real = torchtrace.read_rank
+
+    def failing(entry):
+        if entry[0] == 3:
+            raise ValueError("a bug in reading rank 3")
+        return real(entry)
+
+    monkeypatch.setattr(torchtrace, "read_rank", failing)  # the forked workers have it too
+    with pytest.raises(ValueError, match="a bug in reading rank 3"):
+        list(torchtrace._map(entries, 2))
+
+    def killed(entry):
+        if entry[0] == 3:
+            os.kill(os.getpid(), 9)
+        return real(entry)
+
+    monkeypatch.setattr(torchtrace, "read_rank", killed)
+    with pytest.raises(torchtrace.TraceLogError, match=r"ended with exit code -9 \(killed: out of memory\?\)") as exc:
+        list(torchtrace._map(entries, 2))
+    assert exc.value.fix == "read with fewer processes (--jobs 2, or --jobs 1)"
+    code, out, err = cli(capsys, "trace", str(tmp_path), "--jobs", "2")
+    assert code == 2 and out == "" and "ended with exit code -9" in err and "Traceback" not in err
 
 
 def test_a_url_without_fsspec_names_the_extra(capsys, monkeypatch):

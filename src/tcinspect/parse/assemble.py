@@ -69,6 +69,7 @@ class Failure:
     kind: str = "stage"
 
 
+@memoized
 def _clean(code: str) -> str:
     """Generated code with trailing spaces removed, so YAML can hold it as a block scalar."""
     return "\n".join(line.rstrip() for line in code.strip("\n").splitlines()) + "\n"
@@ -191,18 +192,32 @@ def collective_schedule(payload: str) -> tuple[str, ...]:
     return tuple(str(x) if x is not None else "?" for x in items) if isinstance(items, list) else ()
 
 
-def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -> list[OutputCode]:
+#: the events Inductor's outputs of a compile are read from (besides fx_graph_cache_*, read by name)
+_OUTPUT_EVENTS = frozenset({COLLECTIVE_SCHEDULE, "inductor_post_grad_graph", "inductor_output_code",
+                            *_PROVENANCE_EVENTS})
+
+
+def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -> tuple[OutputCode, ...]:
+    """A compile's Inductor outputs, from the names and payloads of its events (``_outputs``)."""
+    return _outputs(cid, tuple((e.name, e.payload) if e.name in _OUTPUT_EVENTS else (e.name, "") for e in events
+                               if e.name in _OUTPUT_EVENTS or e.name.startswith("fx_graph_cache_")), anchors)
+
+
+@memoized
+def _outputs(cid: str, records: tuple[tuple[str, str], ...], anchors: Optional[Graph]) -> tuple[OutputCode, ...]:
+    """Inductor's outputs of compile ``cid`` from its records' (name, payload) in order: ranks that compiled alike
+    log the same payloads (one text each, parse/torchtrace.py), so a process reading several builds them once."""
     outputs: list[OutputCode] = []
     statements: list[provenance.Statement] = []
     post_grad: Optional[Graph] = None
-    caches = [e.name.rsplit("_", 1)[-1] for e in events if e.name.startswith("fx_graph_cache_")]
-    for e in events:
-        if e.name == COLLECTIVE_SCHEDULE and outputs:  # logged after the output code it describes (compile_fx.py)
-            outputs[-1] = replace(outputs[-1], collective_schedule=collective_schedule(e.payload))
-        elif e.name == "inductor_post_grad_graph":
-            post_grad = _reanchor(parse_graph("inductor_post_grad_graph", _clean(e.payload)), anchors)
-        elif e.name == "inductor_output_code":
-            wrapper = _clean(e.payload)
+    caches = [name.rsplit("_", 1)[-1] for name, _ in records if name.startswith("fx_graph_cache_")]
+    for name, payload in records:
+        if name == COLLECTIVE_SCHEDULE and outputs:  # logged after the output code it describes (compile_fx.py)
+            outputs[-1] = replace(outputs[-1], collective_schedule=collective_schedule(payload))
+        elif name == "inductor_post_grad_graph":
+            post_grad = _reanchor(parse_graph("inductor_post_grad_graph", _clean(payload)), anchors)
+        elif name == "inductor_output_code":
+            wrapper = _clean(payload)
             aot_id = aot_id_of(wrapper)
             cache = caches[len(outputs)] if len(outputs) < len(caches) else ""
             outputs.append(OutputCode(compile_id=cid, aot_id=aot_id, part=part_of(aot_id), wrapper=wrapper,
@@ -210,11 +225,11 @@ def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -
                                       cache=cache))
             statements.append(provenance.Statement())
             post_grad = None
-        elif e.name in _PROVENANCE_EVENTS and statements:
+        elif name in _PROVENANCE_EVENTS and statements:
             # logged after the output code they describe (compile_fx.py and codecache.py, 2.11-2.15)
-            provenance.add_event(statements[-1], e.name, e.payload)
-    return [replace(o, kernels=provenance.apply(o.kernels, st, o.post_grad_graph))
-            for o, st in zip(outputs, statements)]
+            provenance.add_event(statements[-1], name, payload)
+    return tuple(replace(o, kernels=provenance.apply(o.kernels, st, o.post_grad_graph))
+                 for o, st in zip(outputs, statements))
 
 
 _WRAPPER_CALL = re.compile(
@@ -229,7 +244,9 @@ _TORCH_NAMESPACES = frozenset({"aten", "prims", "higher_order", "_c10d_functiona
 
 def _user_kernel_calls(cid: str, part: str, graph: Graph, side_table: SideTable) -> list[UserKernel]:
     kernels, constants = side_table
-    found = []
+    found: list[UserKernel] = []
+    if "triton_kernel_wrapper_" not in graph.code:  # no call _WRAPPER_CALL matches (most graphs)
+        return found
     for line in graph.code.splitlines():
         m = _WRAPPER_CALL.match(line)
         if m is None:
@@ -257,20 +274,27 @@ def _user_kernel_calls(cid: str, part: str, graph: Graph, side_table: SideTable)
     return found
 
 
+@memoized
+def _custom_op_names(code: str) -> tuple[str, ...]:
+    """The ops of namespaces other than PyTorch's that a Dynamo graph's code calls (``ns.op``), first call first."""
+    return tuple(dict.fromkeys(f"{m['ns']}.{m['op']}" for m in _CUSTOM_OP.finditer(code)
+                               if m["ns"] not in _TORCH_NAMESPACES))
+
+
 def _custom_ops(dynamo_graphs: list[DynamoGraph], aot_graphs: list[AotGraphs],
                 user_kernels: list[UserKernel]) -> tuple[CustomOp, ...]:
     """Each custom op in the Dynamo graphs, and whether AOTAutograd kept it whole or saw inside."""
-    aot_code = "\n".join(line for g in aot_graphs for part in (g.joint, g.forward, g.backward, g.inference)
-                         if part is not None for line in part.code.splitlines()
-                         if not line.lstrip().startswith("#"))  # "# File:" comments quote the user's call
     names: dict[str, None] = {}
     traced = []
     for dg in dynamo_graphs:
-        for m in _CUSTOM_OP.finditer(dg.graph.code):
-            if m["ns"] not in _TORCH_NAMESPACES:
-                names[f"{m['ns']}.{m['op']}"] = None
+        names.update(dict.fromkeys(_custom_op_names(dg.graph.code)))
         if "triton_kernel_wrapper_mutation" in dg.graph.code:
             traced.append(dg.compile_id)
+    if not names and not traced:
+        return ()
+    aot_code = "\n".join(line for g in aot_graphs for part in (g.joint, g.forward, g.backward, g.inference)
+                         if part is not None for line in part.code.splitlines()
+                         if not line.lstrip().startswith("#"))  # "# File:" comments quote the user's call
     ops = []
     kernel_names = sorted({k.name or f"kernel_idx {k.kernel_idx}" for k in user_kernels})
     for name in names:
@@ -354,7 +378,8 @@ def build(
     groups = ev_mod.by_compile_id(all_events)
     reasons = _recompile_reasons(all_events)
 
-    dynamo_graphs, breaks, recompiles, aot_graphs, outputs, metrics = [], [], [], [], [], []
+    dynamo_graphs, breaks, recompiles, aot_graphs, metrics = [], [], [], [], []
+    outputs: list[OutputCode] = []
     backend_failures: list[BackendFailure] = []
     user_kernels: list[UserKernel] = []
     for cid, group in groups.items():
@@ -426,7 +451,7 @@ def build(
         if not backward_ran and m.aot_autograd_cache == "hit":
             # an AOTAutograd cache hit loads the entry's backward with its forward and logs its output
             # code (torch 2.11-2.15), yet no backward ran: a compile without the cache writes none
-            compiled = [o for o in compiled if o.part != "backward"]
+            compiled = tuple(o for o in compiled if o.part != "backward")
         outputs.extend(compiled)
 
     # a backend tcinspect does not know runs the stages it left records of (a custom backend that

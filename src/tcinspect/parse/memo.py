@@ -48,7 +48,9 @@ _OBJECT = object()
 
 
 def _chars(args: tuple[Any, ...]) -> int:
-    return sum(len(a) for a in args if isinstance(a, (str, bytes))) + 64
+    """The characters of the strings (and bytes) among ``args``, in tuples too, and 64 for each argument."""
+    return sum(len(a) if isinstance(a, (str, bytes)) else _chars(a) if isinstance(a, tuple) else 0 for a in args) \
+        + 64 * len(args)
 
 
 def memoized(fn: F) -> F:

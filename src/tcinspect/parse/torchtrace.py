@@ -21,7 +21,6 @@ import pickle
 import re
 import time
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -104,9 +103,20 @@ def _records(fh: IO[bytes], health: LogHealth) -> Iterator[tuple[bytes, bool]]:
         p = 0
 
 
+#: a record of the tensors, storages and sources Dynamo describes (about three in four records of a log), which the
+#: report does not read: its header up to where its JSON's first key, the event's name, ends
+_DESCRIBE = re.compile(_GLOG.pattern + rb'(?=\{"describe_(?:storage|tensor|source)":)')
+
+
 def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth) -> Optional[Event]:
     nl = record.find(b"\n")
     head = record if nl < 0 else record[:nl]
+    if nl < 0 and (m := _DESCRIBE.match(head)) is not None and (described := _described(head[m.end():])) is not None:
+        # what the general way below gives such a record without a payload, without building its JSON
+        health.records += 1
+        if isinstance(described.has_payload, str):  # a payload stated and none logged
+            health.truncated_payloads += 1
+        return None
     m = _GLOG.match(head)
     try:
         meta = jsonfast.loads(head[m.end():]) if m is not None else None
@@ -190,6 +200,34 @@ def _payload(lines: bytes, expected: Optional[str], keep: bool) -> tuple[bool, O
     text find it by identity."""
     payload, matched = _checked(lines, expected)
     return matched, payload.decode("utf-8", errors="replace") if keep else None
+
+
+def _describe_decoder() -> Optional[Callable[[bytes], Any]]:
+    """msgspec's decoder of a record's JSON object that builds only its ``has_payload`` (strict JSON checked whole,
+    the rest skipped unbuilt); None without msgspec."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    return cast(Callable[[bytes], Any], msgspec.json.Decoder(msgspec.defstruct("Described", [("has_payload", Any, None)])).decode)
+
+
+_decode_described: Optional[Callable[[bytes], Any]] = None
+_described_tried = False
+
+
+def _described(data: bytes) -> Any:
+    """A describe record's JSON object read by ``_describe_decoder`` (its ``has_payload``), or None where it is not
+    strict JSON of an object or msgspec is missing: the general way then reads it."""
+    global _decode_described, _described_tried
+    if not _described_tried:
+        _decode_described, _described_tried = _describe_decoder(), True
+    if _decode_described is None:
+        return None
+    try:
+        return _decode_described(data)
+    except ValueError:  # msgspec's DecodeError and ValidationError
+        return None
 
 
 def _span_decoder() -> Optional[Callable[[bytes], Any]]:
@@ -454,9 +492,9 @@ def end_reading() -> None:
     _components_bytes = 0
 
 
-#: in a pool worker, the digests of the parts it has sent: the reader takes each worker's results in the order the
-#: worker read them (one worker reads its ranks in submission order, and results are merged in that order), so a
-#: part is unpickled from the first result that carries it and later ones need only its digest
+#: in a pool worker, the digests of the parts it has sent: the reader takes each worker's entries in the order the
+#: worker read them (one queue, which keeps each sender's order), so a part is unpickled from the first entry that
+#: carries it and later ones need only its digest
 _sent: Optional[set[bytes]] = None
 
 
@@ -531,73 +569,137 @@ def workers(jobs: Optional[int], tasks: int) -> int:
 
 def _map(entries: list[tuple[int, str]], jobs: Optional[int],
          sizes: Optional[Mapping[int, int]] = None) -> Iterator[RankEntry]:
-    """Each rank's report, read by a pool of processes, the largest logs (``sizes``, in bytes) first so that no
-    worker is left with a large one at the end (else in rank order); at most a few ranks per worker are in
-    flight, so memory holds a few ranks' reports, not all of them."""
+    """Each rank's report, read by a pool of processes (``_Pool``), in the order they are read; in this process
+    where one worker would do (or where this system gives no working semaphores)."""
     n = workers(jobs, len(entries))
-    if n <= 1:
-        yield from _read_here(entries)
-        return
-    import multiprocessing
-    from concurrent.futures import Future, ProcessPoolExecutor
-
-    from tcinspect.derived import divergence  # noqa: F401 - imported once here, not in each forked worker
-    from tcinspect.parse import ddp, fromevents  # noqa: F401
-
-    # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
-    jsonfast.loads(b"0")
-    _compact_span(b"{}")
-
-    # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    try:
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start)
-    except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
-        yield from _read_here(entries)
-        return
-    window = 2 * n  # tasks in flight: each worker has the next task waiting, and no rank waits long to be merged
-    with pool:
-        pending: deque[Future[list[RankEntry]]] = deque()
-        todo = iter(_tasks(entries, n, sizes))
-        for task in todo:
-            pending.append(pool.submit(read_ranks, task))
-            if len(pending) >= window:
-                break
-        while pending:
-            result = pending.popleft().result()
-            nxt = next(todo, None)
-            if nxt is not None:
-                pending.append(pool.submit(read_ranks, nxt))
-            yield from result
+    if n > 1:
+        try:
+            pool = _Pool(entries, n, sizes)
+        except (OSError, NotImplementedError):  # no working semaphores here (some sandboxes): one process reads all
+            pass
+        else:
+            with pool:
+                yield from pool
+            return
+    yield from _read_here(entries)
 
 
-#: ranks one task reads at most (see _tasks)
-_TASK_RANKS = 4
-
-
-def _tasks(entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> list[list[tuple[int, str]]]:
-    """The pool's tasks, the largest first (by ``sizes``, in bytes; else in rank order). Where each of the ``n``
-    workers has several ranks to read, a task holds up to four ranks whose numbers differ by a multiple of ``n``:
-    a torchrun job puts rank r on GPU ``r % (GPUs per host)``, so with ``n`` a multiple of that (16 workers, 8
-    GPUs) a task's ranks log the same GPU's version of each graph and its worker parses them once (parse/memo.py).
-    Only the reading's speed depends on it: the merge is the same in any order."""
-    k = max(1, min(_TASK_RANKS, len(entries) // (2 * n)))
-    if k == 1:
-        tasks = [[e] for e in entries]
-    else:
-        ordered = sorted(entries)
-        tasks = []
-        for c in range(n):
-            stride = ordered[c::n]
-            tasks += [stride[i:i + k] for i in range(0, len(stride), k)]
+def _strides(entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> list[list[tuple[int, str]]]:
+    """The ranks each of ``n`` workers reads first: worker ``i`` those whose number is ``i`` modulo ``n``, the
+    largest first (by ``sizes``, in bytes; else in rank order). A torchrun job puts rank r on GPU ``r % (GPUs per
+    host)``, so with ``n`` a multiple of that (16 workers, 8 GPUs) a worker's ranks log the same GPU's version of
+    each graph and it parses them once (parse/memo.py). Only the reading's speed depends on it: the merge is the
+    same in any order."""
+    strides: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+    for entry in sorted(entries):
+        strides[entry[0] % n].append(entry)
     if sizes:
-        tasks.sort(key=lambda t: -sum(sizes.get(r, 0) for r, _ in t))
-    return tasks
+        for stride in strides:
+            stride.sort(key=lambda e: -sizes.get(e[0], 0))  # stable: equal sizes stay in rank order
+    return strides
 
 
-def read_ranks(entries: list[tuple[int, str]]) -> list[RankEntry]:
-    """Several ranks read in turn by one worker: read_rank's entries, in the same order."""
-    return [read_rank(e) for e in entries]
+class _Pool:
+    """``n`` forked processes reading ranks, each its own stride first (``_strides``) and then, once that is done,
+    the last rank of the stride with the most left (so no worker idles while ranks wait, and the ranks of one GPU
+    stay in one worker as long as they can). Each rank's entry is sent back as soon as it is read, through a queue
+    of ``2 × n`` places: a worker whose entries the reader has not taken waits, so memory holds about three ranks'
+    entries per worker, never all of them. A worker that fails ends the reading with its exception; one that ends
+    without a word (killed: out of memory?) with a TraceLogError naming its exit code."""
+
+    def __init__(self, entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> None:
+        import multiprocessing
+
+        from tcinspect.derived import divergence  # noqa: F401 - imported once here, not in each forked worker
+        from tcinspect.parse import ddp, fromevents  # noqa: F401
+
+        # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
+        jsonfast.loads(b"0")
+        _compact_span(b"{}")
+        _described(b"{}")
+        # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        self.strides = _strides(entries, n, sizes)
+        self.lock = ctx.Lock()
+        self.heads = ctx.RawArray("i", n)  # the next rank of each stride its worker reads
+        self.tails = ctx.RawArray("i", [len(s) for s in self.strides])  # one past the last a thief may take
+        self.begun = ctx.RawValue("i", 0)  # ranks any worker has begun to read
+        self.results = ctx.Queue(2 * n)
+        self.processes = [ctx.Process(target=_pool_worker, daemon=True,
+                                      args=(i, self.strides, self.heads, self.tails, self.lock, self.begun,
+                                            self.results))
+                          for i in range(n)]
+
+    def __enter__(self) -> _Pool:
+        for p in self.processes:
+            p.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.processes:
+            if p.is_alive():
+                p.terminate()
+        for p in self.processes:
+            p.join()
+        self.results.close()
+        self.results.join_thread()
+
+    def __iter__(self) -> Iterator[RankEntry]:
+        import queue
+
+        running = set(range(len(self.processes)))
+        while running:
+            try:
+                message = self.results.get(timeout=0.5)
+            except queue.Empty:
+                for i in sorted(running):
+                    code = self.processes[i].exitcode
+                    if code is not None and code != 0:  # ended without its last word: killed
+                        raise TraceLogError(
+                            f"a process reading rank logs ended with exit code {code}"
+                            + (" (killed: out of memory?)" if code == -9 else ""),
+                            "read with fewer processes (--jobs 2, or --jobs 1)") from None
+                continue
+            kind, value = message
+            if kind == "rank":
+                yield value
+            elif kind == "done":
+                running.discard(value)
+            else:
+                raise value
+
+
+def _pool_worker(index: int, strides: list[list[tuple[int, str]]], heads: Any, tails: Any, lock: Any, begun: Any,
+                 results: Any) -> None:
+    _worker_start()
+    try:
+        while (entry := _next_rank(index, strides, heads, tails, lock, begun)) is not None:
+            results.put(("rank", read_rank(entry)))
+    except BaseException as exc:  # noqa: BLE001 - the reader raises it
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle goes as its text
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        results.put(("failed", exc))
+    results.put(("done", index))
+
+
+def _next_rank(index: int, strides: list[list[tuple[int, str]]], heads: Any, tails: Any, lock: Any,
+               begun: Any) -> Optional[tuple[int, str]]:
+    """Worker ``index``'s next rank: the next of its own stride, else the last of the stride with the most left."""
+    with lock:
+        if heads[index] >= tails[index]:
+            left = [tails[i] - heads[i] for i in range(len(strides))]
+            victim = max(range(len(strides)), key=left.__getitem__)
+            if left[victim] <= 0:
+                return None
+            tails[victim] -= 1
+            entry: tuple[int, str] = strides[victim][tails[victim]]
+        else:
+            entry = strides[index][heads[index]]
+            heads[index] += 1
+        begun.value += 1
+    return entry
 
 
 def _read_here(entries: list[tuple[int, str]]) -> Iterator[RankEntry]:
