@@ -359,7 +359,8 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
 
 def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_the_merge_is_the_same(tmp_path):
     """Worker i reads the ranks whose number is i modulo the workers (ranks of one GPU in a torchrun job, with 16
-    workers on 8 GPUs), then the last rank of the stride with the most left; every rank once."""
+    workers on 8 GPUs), then the last rank of the stride with the most left, where three or more are; every rank
+    once."""
     import threading
 
     entries = [(r, f"rank_{r}") for r in range(10)]
@@ -376,11 +377,11 @@ def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_t
         return entry
 
     for _ in range(3):
-        take(1)  # worker 1 alone: its own stride, then the longest stride's last rank (worker 0's 9)
+        take(1)  # worker 1 alone: its own stride, then the longest stride's last rank (worker 0's 9, of four left)
     assert take(1) is not None and taken[1] == [1, 4, 7, 9]
-    assert [take(2)[0] for _ in range(4)] == [2, 5, 8, 6]  # worker 2: its own, then the last of the longest
-    assert take(0)[0] == 0  # worker 0 goes on with its own from the front
-    assert take(2)[0] == 3 and take(0) is None and take(2) is None and begun.value == 10
+    assert [take(2)[0] for _ in range(4)] == [2, 5, 8, 6]  # worker 2: its own, then the last of the three left
+    assert take(2) is None and take(1) is None  # two left to worker 0: not taken from it (see _STEAL_FROM)
+    assert [take(0)[0] for _ in range(2)] == [0, 3] and take(0) is None and begun.value == 10
     assert sorted(taken[0] + taken[1] + taken[2]) == list(range(10))
     d = _rank_dir(tmp_path, 9)
     one = torchtrace.read(d, jobs=1)

@@ -684,14 +684,21 @@ def _pool_worker(index: int, strides: list[list[tuple[int, str]]], heads: Any, t
     results.put(("done", index))
 
 
+#: the ranks a stride must have left for a worker done with its own to take one: a rank of another GPU costs a
+#: worker about what its first rank cost (its graphs parsed afresh: several times a later rank of its own GPU), so
+#: taking one of the last two would end the reading later than leaving them to their worker
+_STEAL_FROM = 3
+
+
 def _next_rank(index: int, strides: list[list[tuple[int, str]]], heads: Any, tails: Any, lock: Any,
                begun: Any) -> Optional[tuple[int, str]]:
-    """Worker ``index``'s next rank: the next of its own stride, else the last of the stride with the most left."""
+    """Worker ``index``'s next rank: the next of its own stride, else the last of the stride with the most left where
+    that is at least ``_STEAL_FROM`` (None: none left to read)."""
     with lock:
         if heads[index] >= tails[index]:
             left = [tails[i] - heads[i] for i in range(len(strides))]
             victim = max(range(len(strides)), key=left.__getitem__)
-            if left[victim] <= 0:
+            if left[victim] < _STEAL_FROM:
                 return None
             tails[victim] -= 1
             entry: tuple[int, str] = strides[victim][tails[victim]]
