@@ -357,12 +357,14 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
     assert alone.payload_mismatches == 1 and [e.payload for e in plain] == [e.payload for e in b_events]
 
 
-def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_the_merge_is_the_same(tmp_path):
+def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_the_merge_is_the_same(tmp_path,
+                                                                                                    monkeypatch):
     """Worker i reads the ranks whose number is i modulo the workers (ranks of one GPU in a torchrun job, with 16
-    workers on 8 GPUs), then the last rank of the stride with the most left, where three or more are; every rank
-    once."""
+    workers on 8 GPUs), then the last rank of the stride with the most left, where enough are (_STEAL_FROM); every
+    rank once."""
     import threading
 
+    monkeypatch.setattr(torchtrace, "_STEAL_FROM", 3)  # (8 in use: the same rule at the scale of 16 workers)
     entries = [(r, f"rank_{r}") for r in range(10)]
     strides = torchtrace._strides(entries, 3, None)
     assert [[r for r, _ in s] for s in strides] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
