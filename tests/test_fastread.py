@@ -360,31 +360,31 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
 def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_the_merge_is_the_same(tmp_path,
                                                                                                     monkeypatch):
     """Worker i reads the ranks whose number is i modulo the workers (ranks of one GPU in a torchrun job, with 16
-    workers on 8 GPUs), then the last rank of the stride with the most left, where enough are (_STEAL_FROM); every
-    rank once."""
-    import threading
+    workers on 8 GPUs), then the last rank of a stride whose worker read ranks of its kind, or else of the stride
+    with the most left, where enough are (_STEAL_FROM); every rank once."""
+    import multiprocessing
 
     monkeypatch.setattr(torchtrace, "_STEAL_FROM", 3)  # (8 in use: the same rule at the scale of 16 workers)
     entries = [(r, f"rank_{r}") for r in range(10)]
     strides = torchtrace._strides(entries, 3, None)
     assert [[r for r, _ in s] for s in strides] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
-    heads, tails = [0, 0, 0], [len(s) for s in strides]
-    begun = type("Value", (), {"value": 0})()
-    taken = {i: [] for i in range(3)}
+    schedule = torchtrace._Schedule(multiprocessing.get_context(), strides)
 
     def take(i):
-        entry = torchtrace._next_rank(i, strides, heads, tails, threading.Lock(), begun)
-        if entry is not None:
-            taken[i].append(entry[0])
-        return entry
+        entry = torchtrace._next_rank(i, schedule)
+        return None if entry is None else entry[0]
 
-    for _ in range(3):
-        take(1)  # worker 1 alone: its own stride, then the longest stride's last rank (worker 0's 9, of four left)
-    assert take(1) is not None and taken[1] == [1, 4, 7, 9]
-    assert [take(2)[0] for _ in range(4)] == [2, 5, 8, 6]  # worker 2: its own, then the last of the three left
-    assert take(2) is None and take(1) is None  # two left to worker 0: not taken from it (see _STEAL_FROM)
-    assert [take(0)[0] for _ in range(2)] == [0, 3] and take(0) is None and begun.value == 10
-    assert sorted(taken[0] + taken[1] + taken[2]) == list(range(10))
+    assert [take(1) for _ in range(4)] == [1, 4, 7, 9]  # its own, then the longest stride's last (four left)
+    assert [take(2) for _ in range(4)] == [2, 5, 8, 6]  # its own, then the last of the three left
+    assert take(2) is None and take(1) is None  # two left to worker 0: not taken by a worker of another kind
+    schedule.kinds[0] = schedule.kinds[2] = 7  # worker 2 last read ranks of worker 0's kind: it takes one still
+    assert take(2) == 3 and take(1) is None
+    assert take(0) == 0 and take(0) is None and schedule.begun.value == 10
+    # the kind of a rank's entry: its shared values' digests, whatever their order and whether sent before
+    one = (0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), ())
+    two = (1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), ())
+    assert torchtrace._kind_of(one) == torchtrace._kind_of(two) != 0
+    assert torchtrace._kind_of((2, None, ((b"p", b""),) * 6, ())) == 0
     d = _rank_dir(tmp_path, 9)
     one = torchtrace.read(d, jobs=1)
     two = torchtrace.read(d, jobs=2)

@@ -114,7 +114,7 @@ def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_wo
             results.append(entry[0])
             # ranks begun and not yet handed back: one being read (or waiting to be sent) in each worker, and the
             # queue's 2 × 2 places; the reader is slow here, so the workers run ahead as far as they may
-            ahead.append(pool.begun.value - len(results))
+            ahead.append(pool.schedule.begun.value - len(results))
             time.sleep(0.05)
     assert sorted(results) == list(range(12)) and max(ahead) <= 3 * 2 and max(ahead) > 2, ahead
     two = torchtrace.read(tmp_path, jobs=2)

@@ -599,13 +599,27 @@ def _strides(entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int
     return strides
 
 
+class _Schedule:
+    """Which rank each pool worker reads next, shared by the workers (``_next_rank``): the strides (``_strides``),
+    for each the next rank its worker reads and one past the last a thief may take, the ranks begun, and the kind
+    of graphs each worker read last (``_kind_of``; 0 before its first)."""
+
+    def __init__(self, ctx: Any, strides: list[list[tuple[int, str]]]) -> None:
+        n = len(strides)
+        self.strides = strides
+        self.lock = ctx.Lock()
+        self.heads = ctx.RawArray("i", n)
+        self.tails = ctx.RawArray("i", [len(s) for s in strides])
+        self.begun = ctx.RawValue("i", 0)
+        self.kinds = ctx.RawArray("q", n)
+
+
 class _Pool:
-    """``n`` forked processes reading ranks, each its own stride first (``_strides``) and then, once that is done,
-    the last rank of the stride with the most left (so no worker idles while ranks wait, and the ranks of one GPU
-    stay in one worker as long as they can). Each rank's entry is sent back as soon as it is read, through a queue
-    of ``2 × n`` places: a worker whose entries the reader has not taken waits, so memory holds about three ranks'
-    entries per worker, never all of them. A worker that fails ends the reading with its exception; one that ends
-    without a word (killed: out of memory?) with a TraceLogError naming its exit code."""
+    """``n`` forked processes reading ranks, each its own stride first (``_strides``) and then ranks of the others
+    (``_next_rank``). Each rank's entry is sent back as soon as it is read, through a queue of ``2 × n`` places: a
+    worker whose entries the reader has not taken waits, so memory holds about three ranks' entries per worker,
+    never all of them. A worker that fails ends the reading with its exception; one that ends without a word
+    (killed: out of memory?) with a TraceLogError naming its exit code."""
 
     def __init__(self, entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> None:
         import multiprocessing
@@ -613,21 +627,15 @@ class _Pool:
         from tcinspect.derived import divergence  # noqa: F401 - imported once here, not in each forked worker
         from tcinspect.parse import ddp, fromevents  # noqa: F401
 
-        # msgspec (about 40 ms to import) and the span decoder made once here too, not in each worker
+        # msgspec (about 40 ms to import) and its decoders made once here too, not in each worker
         jsonfast.loads(b"0")
         _compact_span(b"{}")
         _described(b"{}")
         # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        self.strides = _strides(entries, n, sizes)
-        self.lock = ctx.Lock()
-        self.heads = ctx.RawArray("i", n)  # the next rank of each stride its worker reads
-        self.tails = ctx.RawArray("i", [len(s) for s in self.strides])  # one past the last a thief may take
-        self.begun = ctx.RawValue("i", 0)  # ranks any worker has begun to read
+        self.schedule = _Schedule(ctx, _strides(entries, n, sizes))
         self.results = ctx.Queue(2 * n)
-        self.processes = [ctx.Process(target=_pool_worker, daemon=True,
-                                      args=(i, self.strides, self.heads, self.tails, self.lock, self.begun,
-                                            self.results))
+        self.processes = [ctx.Process(target=_pool_worker, daemon=True, args=(i, self.schedule, self.results))
                           for i in range(n)]
 
     def __enter__(self) -> _Pool:
@@ -669,12 +677,13 @@ class _Pool:
                 raise value
 
 
-def _pool_worker(index: int, strides: list[list[tuple[int, str]]], heads: Any, tails: Any, lock: Any, begun: Any,
-                 results: Any) -> None:
+def _pool_worker(index: int, schedule: _Schedule, results: Any) -> None:
     _worker_start()
     try:
-        while (entry := _next_rank(index, strides, heads, tails, lock, begun)) is not None:
-            results.put(("rank", read_rank(entry)))
+        while (entry := _next_rank(index, schedule)) is not None:
+            read = read_rank(entry)
+            schedule.kinds[index] = _kind_of(read)
+            results.put(("rank", read))
     except BaseException as exc:  # noqa: BLE001 - the reader raises it
         try:
             pickle.dumps(exc)
@@ -684,29 +693,42 @@ def _pool_worker(index: int, strides: list[list[tuple[int, str]]], heads: Any, t
     results.put(("done", index))
 
 
-#: the ranks a stride must have left for a worker done with its own to take one. A rank of another GPU costs a
-#: worker about what its first rank cost (its graphs parsed afresh): 0.71-1.20 s against a median 0.14 s for a
-#: later rank of its own GPU (256 varied ranks of a 12-layer GPT-2, 16 workers, H100 host), so taking one from a
-#: stride with fewer left than that ratio ends the reading later than leaving them to their worker
+def _kind_of(entry: RankEntry) -> int:
+    """The graphs and key components a rank's entry names (its shared values' digests) as a number: equal for
+    ranks that compiled alike on the same GPU, whose graphs a worker that read one has kept (0: none named)."""
+    named = sorted(digest for digest, _ in entry[2][:-6])
+    if not named:
+        return 0
+    return int.from_bytes(hashlib.blake2b(b"".join(named), digest_size=8).digest(), "little", signed=True) or 1
+
+
+#: the ranks a stride must have left for a worker done with its own to take one of a kind it has not read. A rank
+#: of another GPU costs a worker about what its first rank cost (its graphs parsed afresh): 0.71-1.20 s against a
+#: median 0.14 s for a later rank of its own GPU (256 varied ranks of a 12-layer GPT-2, 16 workers, H100 host), so
+#: taking one from a stride with fewer left than that ratio ends the reading later than leaving them to their worker
 _STEAL_FROM = 8
 
 
-def _next_rank(index: int, strides: list[list[tuple[int, str]]], heads: Any, tails: Any, lock: Any,
-               begun: Any) -> Optional[tuple[int, str]]:
-    """Worker ``index``'s next rank: the next of its own stride, else the last of the stride with the most left where
-    that is at least ``_STEAL_FROM`` (None: none left to read)."""
-    with lock:
-        if heads[index] >= tails[index]:
-            left = [tails[i] - heads[i] for i in range(len(strides))]
-            victim = max(range(len(strides)), key=left.__getitem__)
-            if left[victim] < _STEAL_FROM:
-                return None
-            tails[victim] -= 1
-            entry: tuple[int, str] = strides[victim][tails[victim]]
+def _next_rank(index: int, schedule: _Schedule) -> Optional[tuple[int, str]]:
+    """Worker ``index``'s next rank: the next of its own stride; else the last of the stride with the most left
+    among those whose worker last read ranks of the kind this one did (``_kind_of``: it has their graphs kept);
+    else the last of the stride with the most left, where that is at least ``_STEAL_FROM``; None: no more."""
+    s = schedule
+    with s.lock:
+        if s.heads[index] < s.tails[index]:
+            entry: tuple[int, str] = s.strides[index][s.heads[index]]
+            s.heads[index] += 1
         else:
-            entry = strides[index][heads[index]]
-            heads[index] += 1
-        begun.value += 1
+            n = len(s.strides)
+            left = [s.tails[i] - s.heads[i] for i in range(n)]
+            mine = s.kinds[index]
+            alike = [i for i in range(n) if mine and s.kinds[i] == mine and left[i] > 0]
+            victim = max(alike or range(n), key=left.__getitem__)
+            if not alike and left[victim] < _STEAL_FROM:
+                return None
+            s.tails[victim] -= 1
+            entry = s.strides[victim][s.tails[victim]]
+        s.begun.value += 1
     return entry
 
 
