@@ -1,8 +1,9 @@
-"""FSDP2 (`fully_shard`) on GPUs: `tcinspect trace sample_models/fsdp2_mlp.py --nproc 2` on a 2-GPU machine.
+"""FSDP2 (`fully_shard`): `tcinspect trace sample_models/fsdp2_mlp.py --nproc 2`.
 
-Each rank takes its own GPU (torchrun's LOCAL_RANK) and joins an NCCL process group; `fully_shard`
-shards each block's parameters across the ranks (all-gathered before a block runs, gradients
-reduce-scattered after its backward), and tcinspect compiles the sharded model whole.
+`fully_shard` shards each block's parameters across the ranks: they are all-gathered before a block runs and
+their gradients reduce-scattered after its backward, by FSDP2's hooks, which torch.compile leaves to run
+eagerly, so the compiled graphs hold the blocks' computation and no collective. On GPUs each rank takes its
+own GPU (torchrun's LOCAL_RANK) with NCCL; without CUDA the ranks run on CPUs with gloo.
 """
 import os
 
@@ -12,11 +13,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 
-device = "cuda"
-
-local_rank = int(os.environ["LOCAL_RANK"])
-torch.cuda.set_device(local_rank)
-dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+device = "cuda" if torch.cuda.is_available() else "cpu"
+if device == "cuda":
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+dist.init_process_group("nccl" if device == "cuda" else "gloo")
 
 
 class Block(nn.Module):

@@ -1,6 +1,8 @@
-"""Collectives per rank and graph, and where two ranks' collectives differ: read from a real 2-rank gloo job's
-TORCH_TRACE logs (torch 2.13, sample_models/collectives_gloo.py) and checked against the collectives in the
-graphs torch handed the backend in that run (tests/data/torch_trace/record_collectives.py). Torch-free."""
+"""Collectives per rank and graph, and where two ranks' collectives differ: read from real torchrun jobs' TORCH_TRACE
+logs and checked against torch's own record of the same run (tests/data/torch_trace/record_collectives.py): a 2-rank
+gloo job of functional collectives (torch 2.13, then named sample_models/collectives_gloo.py) against the graphs
+torch handed the backend, and every ``*-nproc<N>`` job (tensor parallel, FSDP2, DDP, functional collectives; gloo
+on CPUs, NCCL on 2 and 4 GPUs) against the graphs Inductor compiled, read by a post-grad pass. Torch-free."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import not_in_counter
 from helpers import cli
 from tcinspect.analysis import checks, divergence
 from tcinspect.derived import collectives
@@ -17,7 +20,9 @@ from tcinspect.parse import torchtrace
 from tcinspect.report import Graph, Node
 
 JOB = Path(__file__).parent / "data" / "torch_trace" / "torch-2.13.0" / "collectives_gloo"
-DTYPES = {"float32": "f32"}
+DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int64": "i64", "int32": "i32"}
+#: Every job recorded with torch's post-grad collectives beside its logs (record_collectives.py's own form).
+RECORDED = sorted(p.parent for p in (JOB.parents[1]).glob("torch-*/*-nproc*/truth.json"))
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +98,74 @@ def test_trace_shows_collectives_and_the_divergence(capsys):
     assert "Collectives · 4 in the compiled graphs" in out  # rank 0's stages
     code, out, _ = cli(capsys, "check", str(JOB), "--max-graph-breaks", "0")
     assert code == 1 and "collectives" in out
+
+
+@pytest.fixture(scope="module", params=RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def recorded(request):
+    return torchtrace.read(request.param), json.loads((request.param / "truth.json").read_text())
+
+
+def _theirs(collectives: list[dict]) -> list[tuple]:
+    return [(t["op"], t["group"], DTYPES[t["dtype"]], tuple(t["shape"])) for t in collectives]
+
+
+def _by_graph(truth_rank: dict) -> dict[tuple[str, str], list[tuple]]:
+    out: dict[tuple[str, str], list[tuple]] = {}
+    for g in truth_rank["post_grad"]:
+        out.setdefault((g["compile_id"], g["part"]), []).extend(_theirs(g["collectives"]))
+    return out
+
+
+def test_the_recorded_jobs_are_there():
+    jobs = {(p.parent.name, p.name) for p in RECORDED}
+    assert {("torch-2.13.0", f"{s}-nproc2") for s in ("tp_mlp", "collectives_ranks", "fsdp2_mlp", "ddp_mlp")} <= jobs
+    assert {(gpu, f"{s}-nproc{n}") for gpu in ("torch-2.11.0-cuda",) for n in (2, 4)
+            for s in ("tp_mlp", "collectives_ranks", "fsdp2_mlp", "ddp_mlp")} <= jobs
+
+
+def test_each_ranks_collectives_equal_the_graphs_inductor_compiled(recorded):
+    rep, truth = recorded
+    assert sorted(str(r.rank) for r in rep.ranks) == sorted(truth["ranks"]) and len(rep.ranks) == truth["nproc"]
+    for r in rep.ranks:
+        ours: dict[tuple[str, str], list[tuple]] = {}
+        for c in collectives.of_stages(r.stages):
+            ours.setdefault((c.compile_id, c.part), []).append((c.kind, c.group, c.dtype, tuple(int(s) for s in c.shape)))
+        theirs = {k: v for k, v in _by_graph(truth["ranks"][str(r.rank)]).items() if v}
+        assert ours == theirs, f"rank {r.rank}"
+
+
+def test_the_graphs_dynamo_handed_the_backend_hold_the_same_collectives(recorded):
+    rep, truth = recorded
+    for r in rep.ranks:
+        for cid, theirs in truth["ranks"][str(r.rank)]["dynamo"].items():
+            ours = [c for c in collectives.of_stages(r.stages, cid) if c.part == "forward"]
+            if theirs:  # functional collectives called by the model: Dynamo's graph has them as Inductor compiled them
+                assert [(c.kind, c.group, c.dtype, tuple(int(s) for s in c.shape)) for c in ours] == _theirs(theirs)
+
+
+def test_graphs_and_breaks_equal_dynamos_counters(recorded):
+    """Graphs against ``unique_graphs``; the breaks torch's counter counts against it (FSDP2's frame that Dynamo
+    skipped at a break it could not resume from is a break event, which ``counters["graph_break"]`` leaves out)."""
+    rep, truth = recorded
+    for r in rep.ranks:
+        t = truth["ranks"][str(r.rank)]
+        counted = [b for b in r.stages.dynamo.graph_breaks if not not_in_counter(b)]
+        assert (r.summary.graphs, len(counted)) == (t["graphs"], t["graph_breaks"])
+
+
+def test_ranks_diverge_on_collectives_exactly_where_torch_compiled_different_ones(recorded):
+    rep, truth = recorded
+    differ = len({repr(sorted(_by_graph(t).items())) for t in truth["ranks"].values()}) > 1
+    found = [d for d in divergence.divergences(rep.ranks) if d.aspect == "collectives"]
+    assert bool(found) == differ
+    assert bool([f for f in checks.divergence_findings("job", rep) if f.status == "fail"]) == bool(rep.divergence)
+
+
+@pytest.mark.parametrize("job", [p for p in RECORDED if p.name.startswith(("tp_mlp", "fsdp2_mlp", "ddp_mlp"))],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_ranks_that_compiled_alike_do_not_diverge(job):
+    """A DTensor's graph inputs name the rank's own GPU (``DTensor(f32[256, 64][64, 1]cuda:1, S(0))``) and its guards
+    Python object ids (``__dtensor_spec_139896369303040``): ranks that compiled alike differ only there."""
+    rep = torchtrace.read(job)
+    assert rep.divergence == ()
+    assert not [f for f in checks.divergence_findings("job", rep) if f.status == "fail"]

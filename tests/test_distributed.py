@@ -329,7 +329,9 @@ def test_too_many_ranks_for_the_gpus_says_so(capsys):
     import torch
 
     gpus = torch.cuda.device_count()
-    code, _, err = cli(capsys, "trace", str(SAMPLES / "fsdp2_mlp.py"), "--nproc", str(gpus + 1))
+    # a file that sets device = "cuda" (the distributed samples pick CUDA only where there is one)
+    needs_cuda = Path(__file__).parent / "models" / "needs_cuda.py"
+    code, _, err = cli(capsys, "trace", str(needs_cuda), "--nproc", str(gpus + 1))
     assert code == 2 and f"but this machine has {gpus} CUDA GPU" in err
 
 

@@ -160,7 +160,8 @@ def _graph(v: _RankView, cid: str) -> tuple[Any, str]:
     if g is None:
         return None, "no graph"
     nodes = g.graph.nodes
-    key = tuple((n.op, n.target, n.dtype, n.shape) for n in nodes)
+    # a DTensor's annotation names its device ("DTensor(f32[256, 64][64, 1]cuda:1, S(0))"): each rank's own GPU
+    key = tuple((n.op, n.target, _DEVICE_INDEX.sub("#", n.dtype), n.shape) for n in nodes)
     calls = [n.target.rsplit(".", 1)[-1] for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     inputs = ", ".join(f"{n.dtype}[{', '.join(n.shape)}]" for n in nodes if n.op == "placeholder" and n.dtype)
     text = _clip(f"{g.graph.op_count} ops: {', '.join(calls)}", 90)
@@ -176,8 +177,10 @@ def _breaks(v: _RankView, cid: str) -> tuple[Any, str]:
     return key, _clip(text)
 
 
-# object ids and addresses in guards (ID_MATCH, TYPE_MATCH, ...) differ from process to process
-_ADDRESS = re.compile(r"\b\d{7,}\b|0x[0-9a-fA-F]{6,}")
+# object ids and addresses in guards (ID_MATCH, TYPE_MATCH, ...) differ from process to process: a number of
+# 7+ digits on its own, or of 10+ digits inside a name (DTensor's `__dtensor_spec_139896369303040`, an opaque
+# guard's `___check_opaque_guard_fn_139896369310720_c0/0`), and hex addresses
+_ADDRESS = re.compile(r"\b\d{7,}\b|(?<!\d)\d{10,}(?!\d)|0x[0-9a-fA-F]{6,}")
 # each rank runs on its own GPU, so a tensor guard's device index differs by design: TENSOR_MATCH
 # prints it as "device=1" (torch 2.11-2.15), a device as "cuda:1"
 _DEVICE_INDEX = re.compile(r"(?<=device=)\d+|(?<=cuda:)\d+")
@@ -186,7 +189,7 @@ _KEYSET = re.compile(r"DispatchKeySet\([^)]*\),\s*")
 
 def guard_key(g: Any) -> tuple[str, str, str]:
     """A guard as ranks compare it: without object ids and without the rank's own GPU index."""
-    return g.guard_type, g.source, _DEVICE_INDEX.sub("#", _ADDRESS.sub("#", g.expression))
+    return g.guard_type, _ADDRESS.sub("#", g.source), _DEVICE_INDEX.sub("#", _ADDRESS.sub("#", g.expression))
 
 
 def _guards(v: _RankView, cid: str) -> tuple[Any, str]:

@@ -115,7 +115,7 @@ def divergence_table(rep: Report, divs: Sequence[Divergence]) -> RenderableType:
         return Text(f"Divergence: not judged — not every rank finished ({ended}); see the error", style="bold yellow")
     if not divs:
         return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
-                    "recompiles, kernels and DDP splits", style="bold green")
+                    "recompiles, kernels, collectives and DDP splits", style="bold green")
     first = rank_divergence.first_compile(divs)
     head = Text("Divergence: ", style="bold red")
     ended_differently = any(d.aspect == "status" for d in divs)

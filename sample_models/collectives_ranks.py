@@ -1,16 +1,22 @@
-"""Collectives inside the compiled graph, and a rank that runs one more: `tcinspect trace sample_models/collectives_gloo.py --nproc 2`.
+"""Collectives inside the compiled graph, and a rank that runs one more: `tcinspect trace sample_models/collectives_ranks.py --nproc 2`.
 
 Functional collectives (``torch.distributed._functional_collectives``) are traced into the graph: an all-reduce
 and an all-gather on the default group, then on rank 1 only a further all-reduce on a group of its own. The
 ranks' compiled graphs then run different collectives, which is how a compile-induced desync starts; here it
-cannot hang (the extra one is on a one-rank group), so tcinspect's divergence names it. Runs on CPUs (gloo).
+cannot hang (the extra one is on a one-rank group), so tcinspect's divergence names it. On GPUs each rank
+takes its own GPU (torchrun's LOCAL_RANK) with NCCL; without CUDA the ranks run on CPUs with gloo.
 """
+import os
+
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 from torch import nn
 
-dist.init_process_group("gloo")
+device = "cuda" if torch.cuda.is_available() else "cpu"
+if device == "cuda":
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+dist.init_process_group("nccl" if device == "cuda" else "gloo")
 rank = dist.get_rank()
 own_group = [dist.new_group([r]) for r in range(dist.get_world_size())]  # every rank creates every group
 
@@ -29,5 +35,5 @@ class Net(nn.Module):
 
 
 torch.manual_seed(0)
-model = Net()
-example_inputs = (torch.randn(4, 16),)
+model = Net().to(device)
+example_inputs = (torch.randn(4, 16, device=device),)
