@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance import not_in_counter
-from helpers import cli
+from helpers import cli, render_text
 from tcinspect.analysis import checks, divergence
 from tcinspect.derived import collectives
 from tcinspect.parse import torchtrace
@@ -169,3 +169,17 @@ def test_ranks_that_compiled_alike_do_not_diverge(job):
     rep = torchtrace.read(job)
     assert rep.divergence == ()
     assert not [f for f in checks.divergence_findings("job", rep) if f.status == "fail"]
+
+
+def test_every_view_shows_the_collectives_with_their_size():
+    from tcinspect.render import collectives as view
+    from tcinspect.render import html
+
+    rep = torchtrace.read(JOB.parents[1] / "torch-2.11.0-cuda" / "tp_mlp-nproc2")  # NCCL, two H200s
+    cols = collectives.of_stages(rep.stages)
+    assert [c.nbytes for c in cols] == [16 * 64 * 4, 8 * 64 * 4] * 4  # f32[16, 64] all-gathered, f32[8, 64] scattered
+    text = render_text(view.collectives(rep), 160)
+    assert "Collectives · 8 in the compiled graphs" in text and "4.0 KiB" in text and "2.0 KiB" in text
+    page = html.render(rep)
+    assert '<section id="collectives"><h2>Collectives · 8</h2>' in page and "reduce_scatter_tensor_3" in page
+    assert '<section id="collectives">' not in html.render(torchtrace.read(JOB.parents[1] / "torch-2.13.0" / "tiny.log.gz"))

@@ -13,6 +13,29 @@ from typing import Optional
 
 from tcinspect.report import Phase, RankReport, Shapes, SourceLocation, Specialization
 
+# ----------------------------------------------------------------------------- tensors
+
+#: bytes per element of each dtype as FX prints it (torch/fx/graph.py's dtype abbreviations)
+ITEMSIZE = {
+    "f64": 8, "f32": 4, "f16": 2, "bf16": 2, "c128": 16, "c64": 8, "c32": 4, "i64": 8, "i32": 4, "i16": 2,
+    "i8": 1, "u64": 8, "u32": 4, "u16": 2, "u8": 1, "b8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3fnuz": 1,
+    "f8e5m2fnuz": 1, "f8e8m0fnu": 1,
+}
+
+
+def static_nbytes(dtype: str, shape: Sequence[str]) -> Optional[int]:
+    """A tensor's size in bytes from its printed dtype and shape; None where a size is symbolic or the dtype
+    unknown."""
+    size = ITEMSIZE.get(dtype)
+    if size is None:
+        return None
+    for d in shape:
+        if not d.isdigit():
+            return None
+        size *= int(d)
+    return size
+
+
 # ----------------------------------------------------------------------------- compile-time phases
 
 #: Phase groups, in pipeline order; each span's exclusive time counts towards one of them.

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 from tcinspect.report import Graph, Stages
+from tcinspect.vocabulary import static_nbytes
 
 _OP = re.compile(r"(?:^|\.)_?c10d_functional\.(\w+?)_?(?:\.\w+)?$")
 _STRING_ARG = re.compile(r"'([^']*)'|\"([^\"]*)\"")
@@ -36,6 +38,11 @@ class Collective:
     def key(self) -> tuple[str, str, str, str, tuple[str, ...]]:
         """What two ranks must agree on."""
         return (self.part, self.kind, self.group, self.dtype, self.shape)
+
+    @property
+    def nbytes(self) -> Optional[int]:
+        """The output tensor's size in bytes (None where a size is symbolic or the dtype unknown)."""
+        return static_nbytes(self.dtype, self.shape)
 
     def text(self) -> str:
         tensor = f"{self.dtype}[{', '.join(self.shape)}]" if self.dtype else "?"

@@ -18,12 +18,11 @@ from tcinspect.parse import events as ev_mod
 from tcinspect.parse.events import Event
 from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.report import DdpBucket, DdpSplit, Graph, Node
+from tcinspect.vocabulary import static_nbytes
 
 SPLIT_GRAPH = "optimize_ddp_split_graph"
 SPLIT_CHILD = "optimize_ddp_split_child"
 
-_BYTES = {"f64": 8, "i64": 8, "c64": 8, "f32": 4, "i32": 4, "bf16": 2, "f16": 2, "i16": 2, "i8": 1, "u8": 1,
-          "b8": 1, "c128": 16}
 # Dynamo names a lifted parameter after its path: L['self'].layers[0].weight becomes the placeholder
 # l_self_modules_layers_modules_0_parameters_weight_ (torch/_dynamo/output_graph.py, 2.11-2.15)
 _PARAM_PATH = re.compile(r"_(?:modules|parameters)_")
@@ -90,9 +89,4 @@ def parameter_name(placeholder: str) -> str:
 
 
 def _nbytes(node: Node) -> int:
-    size = _BYTES.get(node.dtype, 0)
-    for d in node.shape:
-        if not d.isdigit():
-            return 0  # a symbolic size: unknown
-        size *= int(d)
-    return size
+    return static_nbytes(node.dtype, node.shape) or 0  # 0: a symbolic size or an unknown dtype

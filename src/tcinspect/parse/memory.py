@@ -37,13 +37,8 @@ from tcinspect.report import (
     SavedTensor,
     Stages,
 )
+from tcinspect.vocabulary import ITEMSIZE
 
-#: bytes per element of each dtype as FX prints it (torch/fx/graph.py's dtype abbreviations)
-ITEMSIZE = {
-    "f64": 8, "f32": 4, "f16": 2, "bf16": 2, "c128": 16, "c64": 8, "c32": 4, "i64": 8, "i32": 4, "i16": 2,
-    "i8": 1, "u64": 8, "u32": 4, "u16": 2, "u8": 1, "b8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3fnuz": 1,
-    "f8e5m2fnuz": 1, "f8e8m0fnu": 1,
-}
 #: ATen ops whose output shares its input's storage
 VIEW_OPS = frozenset({
     "view", "_unsafe_view", "t", "permute", "transpose", "expand", "alias", "detach", "slice", "select",

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.collectives import of_stages
+from tcinspect.render.bench import size
 from tcinspect.report import Report
 
 
@@ -17,9 +18,10 @@ def collectives(rep: Report) -> RenderableType:
     table = Table(title=f"Collectives · {len(cols)} in the compiled graphs, in the order each graph runs them",
                   title_justify="left")
     for name, justify in (("compile", "left"), ("graph", "left"), ("#", "right"), ("collective", "left"),
-                          ("group", "left"), ("tensor", "left"), ("node", "left")):
+                          ("group", "left"), ("tensor", "left"), ("size", "right"), ("node", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for c in cols:
         table.add_row(c.compile_id, c.part, str(c.index), c.kind, c.group or "?",
-                      f"{c.dtype}[{', '.join(c.shape)}]" if c.dtype else "?", c.node)
+                      f"{c.dtype}[{', '.join(c.shape)}]" if c.dtype else "?",
+                      size(c.nbytes) if c.nbytes is not None else "?", c.node)
     return table

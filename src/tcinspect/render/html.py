@@ -601,6 +601,23 @@ def _cudagraphs(rep: Report) -> str:
             f"{table}{notes}</section>")
 
 
+def _collectives(rep: Report) -> str:
+    """The collectives each compiled graph runs, in order (``trace --stage collectives``); none: no section."""
+    from tcinspect.analysis.collectives import of_stages
+    from tcinspect.render.bench import size
+
+    cols = of_stages(rep.stages)
+    if not cols:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(c.compile_id)}<td>{_e(c.part)}<td class=num>{c.index}<td>{_e(c.kind)}<td>{_e(c.group or '?')}"
+        f"<td>{_e(c.dtype)}[{_e(', '.join(c.shape))}]<td class=num>{size(c.nbytes) if c.nbytes is not None else '?'}"
+        f"<td>{_e(c.node)}" for c in cols)
+    return (f'<section id="collectives"><h2>Collectives · {len(cols)}</h2><p class="meta">in the compiled graphs, '
+            "in the order each graph runs them</p><table><thead><tr><th>compile<th>graph<th>#<th>collective<th>group"
+            f"<th>tensor<th>size<th>node</thead><tbody>{rows}</tbody></table></section>")
+
+
 def _shapes(rep: Report) -> str:
     from tcinspect.render.shapes import section_html
 
@@ -648,7 +665,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep),
+            page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep),
             _caches(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
