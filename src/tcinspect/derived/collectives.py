@@ -44,9 +44,13 @@ class Collective:
         """The output tensor's size in bytes (None where a size is symbolic or the dtype unknown)."""
         return static_nbytes(self.dtype, self.shape)
 
+    @property
+    def tensor(self) -> str:
+        """The output tensor as the graph prints it, e.g. ``f32[16, 64]`` ("?" without its dtype)."""
+        return f"{self.dtype}[{', '.join(self.shape)}]" if self.dtype else "?"
+
     def text(self) -> str:
-        tensor = f"{self.dtype}[{', '.join(self.shape)}]" if self.dtype else "?"
-        return f"{self.kind} {tensor} group {self.group or '?'}"
+        return f"{self.kind} {self.tensor} group {self.group or '?'}"
 
 
 def kind_of(target: str) -> str:

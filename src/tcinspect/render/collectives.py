@@ -22,6 +22,5 @@ def collectives(rep: Report) -> RenderableType:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for c in cols:
         table.add_row(c.compile_id, c.part, str(c.index), c.kind, c.group or "?",
-                      f"{c.dtype}[{', '.join(c.shape)}]" if c.dtype else "?",
-                      size(c.nbytes) if c.nbytes is not None else "?", c.node)
+                      c.tensor, size(c.nbytes) if c.nbytes is not None else "?", c.node)
     return table

@@ -611,7 +611,7 @@ def _collectives(rep: Report) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{_e(c.compile_id)}<td>{_e(c.part)}<td class=num>{c.index}<td>{_e(c.kind)}<td>{_e(c.group or '?')}"
-        f"<td>{_e(c.dtype)}[{_e(', '.join(c.shape))}]<td class=num>{size(c.nbytes) if c.nbytes is not None else '?'}"
+        f"<td>{_e(c.tensor)}<td class=num>{size(c.nbytes) if c.nbytes is not None else '?'}"
         f"<td>{_e(c.node)}" for c in cols)
     return (f'<section id="collectives"><h2>Collectives · {len(cols)}</h2><p class="meta">in the compiled graphs, '
             "in the order each graph runs them</p><table><thead><tr><th>compile<th>graph<th>#<th>collective<th>group"
@@ -665,8 +665,8 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
     body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep),
-            _caches(rep)]
+            page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep),
+            _memory(rep), _caches(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."
