@@ -14,6 +14,7 @@ most held at once), and only the payloads the report is built from are decoded.
 from __future__ import annotations
 
 import copyreg
+import gc
 import hashlib
 import io
 import os
@@ -502,6 +503,7 @@ def _worker_start() -> None:
     global _sent
     _sent = set()
     memo.enable()
+    gc.disable()  # the worker lives for this reading: see read()
 
 
 def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
@@ -513,6 +515,19 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
         rank: read only this rank of a directory.
         jobs: processes that read ranks in parallel (default: one per idle core).
     """
+    # what a log's reading makes is kept or freed by reference counting, not the cycle collector, whose passes over
+    # the reports, parts and kept results found nothing and took a quarter of the time (32 ranks of a 12-layer
+    # GPT-2's log in one process: 13.6 s with it, 10.0 s without)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(path, rank, jobs)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(path: Union[str, Path], rank: Optional[int], jobs: Optional[int]) -> Report:
     shown = str(path)
     if not logfiles.is_directory(path):
         named = logfiles.rank_in_name(shown.rsplit("/", 1)[-1])
