@@ -6,6 +6,7 @@ on CPUs, NCCL on 2 and 4 GPUs) against the graphs Inductor compiled, read by a p
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -100,9 +101,18 @@ def test_trace_shows_collectives_and_the_divergence(capsys):
     assert code == 1 and "collectives" in out
 
 
+#: each recorded job read once for every test of it
+_read = functools.cache(torchtrace.read)
+
+
 @pytest.fixture(scope="module", params=RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def recorded(request):
-    return torchtrace.read(request.param), json.loads((request.param / "truth.json").read_text())
+    return _read(request.param), json.loads((request.param / "truth.json").read_text())
+
+
+def _ours(c: collectives.Collective) -> tuple:
+    """A collective as record_collectives.py writes torch's: op, group, dtype, shape."""
+    return c.kind, c.group, c.dtype, tuple(int(s) for s in c.shape)
 
 
 def _theirs(collectives: list[dict]) -> list[tuple]:
@@ -129,7 +139,7 @@ def test_each_ranks_collectives_equal_the_graphs_inductor_compiled(recorded):
     for r in rep.ranks:
         ours: dict[tuple[str, str], list[tuple]] = {}
         for c in collectives.of_stages(r.stages):
-            ours.setdefault((c.compile_id, c.part), []).append((c.kind, c.group, c.dtype, tuple(int(s) for s in c.shape)))
+            ours.setdefault((c.compile_id, c.part), []).append(_ours(c))
         theirs = {k: v for k, v in _by_graph(truth["ranks"][str(r.rank)]).items() if v}
         assert ours == theirs, f"rank {r.rank}"
 
@@ -140,7 +150,7 @@ def test_the_graphs_dynamo_handed_the_backend_hold_the_same_collectives(recorded
         for cid, theirs in truth["ranks"][str(r.rank)]["dynamo"].items():
             ours = [c for c in collectives.of_stages(r.stages, cid) if c.part == "forward"]
             if theirs:  # functional collectives called by the model: Dynamo's graph has them as Inductor compiled them
-                assert [(c.kind, c.group, c.dtype, tuple(int(s) for s in c.shape)) for c in ours] == _theirs(theirs)
+                assert [_ours(c) for c in ours] == _theirs(theirs)
 
 
 def test_graphs_and_breaks_equal_dynamos_counters(recorded):
@@ -166,7 +176,7 @@ def test_ranks_diverge_on_collectives_exactly_where_torch_compiled_different_one
 def test_ranks_that_compiled_alike_do_not_diverge(job):
     """A DTensor's graph inputs name the rank's own GPU (``DTensor(f32[256, 64][64, 1]cuda:1, S(0))``) and its guards
     Python object ids (``__dtensor_spec_139896369303040``): ranks that compiled alike differ only there."""
-    rep = torchtrace.read(job)
+    rep = _read(job)
     assert rep.divergence == ()
     assert not [f for f in checks.divergence_findings("job", rep) if f.status == "fail"]
 
@@ -175,7 +185,7 @@ def test_every_view_shows_the_collectives_with_their_size():
     from tcinspect.render import collectives as view
     from tcinspect.render import html
 
-    rep = torchtrace.read(JOB.parents[1] / "torch-2.11.0-cuda" / "tp_mlp-nproc2")  # NCCL, two H200s
+    rep = _read(JOB.parents[1] / "torch-2.11.0-cuda" / "tp_mlp-nproc2")  # NCCL, two H200s
     cols = collectives.of_stages(rep.stages)
     assert [c.nbytes for c in cols] == [16 * 64 * 4, 8 * 64 * 4] * 4  # f32[16, 64] all-gathered, f32[8, 64] scattered
     text = render_text(view.collectives(rep), 160)
