@@ -16,7 +16,8 @@ the content is the same, so 1,024 ranks take the disk of a few.
 ``--vary`` makes each rank's log its own, as the ranks of a real multi-GPU job write them: rank ``r`` ran on
 ``cuda:{r % 8}`` (eight GPUs a node: every payload naming ``cuda:0``, device index 0 or its device guard names
 that device instead) and started ``r`` ms later (every ``ts`` in its Chromium events moved), each changed
-payload with its md5 written again. Copies of one log share every payload byte for byte, which a reader that
+payload with its md5 written again; the outliers are made from their own rank's log (the rank cut short logged its
+own GPU's text until it was killed). Copies of one log share every payload byte for byte, which a reader that
 keeps what it parsed by its text turns into less work than real ranks give it; varied ranks share what real
 ranks share (the ranks on the same local GPU index, and nothing of their timings). Every file is then written
 in full.
@@ -113,9 +114,12 @@ def write(directory: Path, ranks: int, source: str = "ddp", outliers: bool = Tru
         originals.append(p)
     special: dict[int, bytes] = {}
     if outliers and ranks >= 8:
-        base = recorded[0]
-        special[ranks - 1] = base[: int(len(base) * 0.6)]  # killed mid-write
-        lines = base.split(b"\n")  # record headers only: payloads keep their md5
+        def base(rank: int) -> bytes:  # what the rank would have logged: its own GPU's text where ranks vary
+            return vary(recorded[0], rank) if varied else recorded[0]
+
+        cut = base(ranks - 1)
+        special[ranks - 1] = cut[: int(len(cut) * 0.6)]  # killed mid-write
+        lines = base(ranks // 2).split(b"\n")  # record headers only: payloads keep their md5
         special[ranks // 2] = b"\n".join(ln if ln.startswith(b"\t") else ln.replace(b'"fx_graph_cache_miss"', b'"fx_graph_cache_hit"')
                                          for ln in lines)
         special[3] = b""

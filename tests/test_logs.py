@@ -103,20 +103,37 @@ def test_a_directory_with_no_log_names_what_it_saw(capsys, tmp_path):
            "line of JSON" in err
 
 
-def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_worker(tmp_path):
+def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_worker(tmp_path, monkeypatch):
     for rank in range(12):
         shutil.copy(RANK0 if rank % 3 else RANK1, tmp_path / f"rank_{rank}.log.gz")
     one = torchtrace.read(tmp_path, jobs=1)
     entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(12)]
-    results, ahead = [], []
-    with torchtrace._Pool(entries, 2, None) as pool:
-        for entry in pool:
-            results.append(entry[0])
-            # ranks begun and not yet handed back: one being read (or waiting to be sent) in each worker, and the
-            # queue's 2 × 2 places; the reader is slow here, so the workers run ahead as far as they may
-            ahead.append(pool.schedule.begun.value - len(results))
-            time.sleep(0.05)
-    assert sorted(results) == list(range(12)) and max(ahead) <= 3 * 2 and max(ahead) > 2, ahead
+
+    def ahead_of_a_slow_reader(budget, pause):
+        """Ranks begun and not yet handed back at each entry the reader takes, and each worker's bytes in flight."""
+        results, ahead, flying = [], [], []
+        with monkeypatch.context() as m:
+            m.setattr(torchtrace, "_IN_FLIGHT", budget)
+            pool = torchtrace._Pool(entries, 2, None)
+        with pool:
+            for entry in pool:
+                results.append(entry[0])
+                ahead.append(pool.schedule.begun.value - len(results))
+                flying.append(list(pool.schedule.in_flight))
+                time.sleep(pause)
+            assert list(pool.schedule.in_flight) == [0, 0]
+        assert sorted(results) == list(range(12))
+        return ahead, flying
+
+    # a budget below one entry: each worker has one entry waiting for the reader and one rank being read, at most
+    ahead, flying = ahead_of_a_slow_reader(1, 0.05)
+    assert max(ahead) <= 2 * 2 and max(ahead) > 2, ahead
+    assert all(b <= torchtrace._ENTRY_BYTES + 2_000_000 for f in flying for b in f), flying
+    # the default budget (32 MB a worker) holds many of these small entries: the workers run ahead of the reader,
+    # and what they have in flight stays within it
+    ahead, flying = ahead_of_a_slow_reader(torchtrace._IN_FLIGHT, 0.15)
+    assert max(ahead) > 2 * 2, ahead
+    assert all(b <= torchtrace._IN_FLIGHT for f in flying for b in f), flying
     two = torchtrace.read(tmp_path, jobs=2)
     assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
     # ranks that compiled alike share their parts, read once
@@ -328,3 +345,22 @@ def test_the_benchmarks_varied_ranks_are_logs_torch_could_have_written(tmp_path)
         code = r.stages.dynamo.graphs[0].graph.code
         assert f"cuda:{rank}" in code and (rank == 0 or "cuda:0" not in code)
         assert r.summary == rep.ranks[0].summary
+
+
+def test_the_benchmarks_varied_outliers_log_their_own_gpu(tmp_path):
+    """With ``--vary``, the rank cut short and the rank that hit the cache are made from their own rank's log: a
+    real job's rank killed on GPU 1 logged GPU 1's text (a reader keeps each GPU's graphs, so a foreign one would
+    cost its worker a parse no real rank asks for)."""
+    source = DATA / "torch_trace" / "torch-2.11.0-h100" / "transformer_block.log.gz"
+    out = tmp_path / "ranks"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "rank_logs.py"), str(out), "--ranks", "10",
+                           "--source", str(source), "--vary"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    log = {int(p.name.split("_rank_")[1].split("_")[0]): p for p in out.iterdir()}
+    cut, hit = log[9].read_bytes(), log[5].read_bytes()
+    assert b"cuda:1" in cut and b"cuda:0" not in cut
+    assert len(cut) < 0.7 * len(log[8].read_bytes())
+    assert b"cuda:5" in hit and b"cuda:0" not in hit and b'"fx_graph_cache_hit"' in hit
+    rep = torchtrace.read(log[5])
+    assert rep.parse is None or rep.parse.payload_mismatches == 0
+    assert "cuda:5" in rep.stages.dynamo.graphs[0].graph.code

@@ -614,6 +614,17 @@ def _strides(entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int
     return strides
 
 
+#: the bytes of rank entries a pool worker may have sent that the reader has not yet taken (_send): one more waits
+#: for the reader, unless none of its entries waits. A worker's first entry carries every part of its rank (about
+#: 13 MB for a 12-layer GPT-2 trained on a GPU), later ones only the parts it has not sent (0-4 MB). Sixteen
+#: workers send their first entries within a fraction of a second, and the reader takes about a second to unpickle
+#: them; a bound of two entries a worker kept each worker waiting 0.2-0.5 s of a 3.8 s reading (256 ranks, H200
+#: host), this one none, while memory still holds a few ranks' entries per worker, not every rank's
+_IN_FLIGHT = 32 << 20
+#: what an entry costs besides its parts' pickles (its report without the parts, the message's own bytes)
+_ENTRY_BYTES = 64 << 10
+
+
 class _Schedule:
     """Which rank each pool worker reads next, shared by the workers (``_next_rank``): the strides (``_strides``),
     for each the next rank its worker reads and one past the last a thief may take, the ranks begun, and the kind
@@ -627,13 +638,17 @@ class _Schedule:
         self.tails = ctx.RawArray("i", [len(s) for s in strides])
         self.begun = ctx.RawValue("i", 0)
         self.kinds = ctx.RawArray("q", n)
+        # each worker's bytes of entries sent and not yet taken by the reader (_send), and its budget of them
+        self.taken = ctx.Condition(ctx.Lock())
+        self.in_flight = ctx.RawArray("q", n)
+        self.budget = _IN_FLIGHT
 
 
 class _Pool:
     """``n`` forked processes reading ranks, each its own stride first (``_strides``) and then ranks of the others
-    (``_next_rank``). Each rank's entry is sent back as soon as it is read, through a queue of ``2 × n`` places: a
-    worker whose entries the reader has not taken waits, so memory holds about three ranks' entries per worker,
-    never all of them. A worker that fails ends the reading with its exception; one that ends without a word
+    (``_next_rank``). Each rank's entry is sent back as soon as it is read (``_send``): a worker with
+    ``_IN_FLIGHT`` bytes of entries the reader has not taken waits, so memory holds a few ranks' entries per
+    worker, never all of them. A worker that fails ends the reading with its exception; one that ends without a word
     (killed: out of memory?) with a TraceLogError naming its exit code."""
 
     def __init__(self, entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> None:
@@ -649,7 +664,7 @@ class _Pool:
         # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         self.schedule = _Schedule(ctx, _strides(entries, n, sizes))
-        self.results = ctx.Queue(2 * n)
+        self.results = ctx.Queue()  # bounded by the bytes each worker has in flight (_send)
         self.processes = [ctx.Process(target=_pool_worker, daemon=True, args=(i, self.schedule, self.results))
                           for i in range(n)]
 
@@ -683,8 +698,12 @@ class _Pool:
                             + (" (killed: out of memory?)" if code == -9 else ""),
                             "read with fewer processes (--jobs 2, or --jobs 1)") from None
                 continue
-            kind, value = message
+            kind, value = message[:2]
             if kind == "rank":
+                index, size = message[2:]
+                with self.schedule.taken:
+                    self.schedule.in_flight[index] -= size
+                    self.schedule.taken.notify_all()
                 yield value
             elif kind == "done":
                 running.discard(value)
@@ -698,7 +717,7 @@ def _pool_worker(index: int, schedule: _Schedule, results: Any) -> None:
         while (entry := _next_rank(index, schedule)) is not None:
             read = read_rank(entry)
             schedule.kinds[index] = _kind_of(read)
-            results.put(("rank", read))
+            _send(index, schedule, results, read)
     except BaseException as exc:  # noqa: BLE001 - the reader raises it
         try:
             pickle.dumps(exc)
@@ -706,6 +725,18 @@ def _pool_worker(index: int, schedule: _Schedule, results: Any) -> None:
             exc = RuntimeError(f"{type(exc).__name__}: {exc}")
         results.put(("failed", exc))
     results.put(("done", index))
+
+
+def _send(index: int, schedule: _Schedule, results: Any, entry: RankEntry) -> None:
+    """Worker ``index``'s entry sent to the reader once the reader has taken enough of those it sent before
+    (``_IN_FLIGHT``); the reader takes its size off as it takes it (``_Pool.__iter__``)."""
+    size = _ENTRY_BYTES + sum(len(data) for _, data in entry[2]) + sum(len(data) for data in entry[3])
+    s = schedule
+    with s.taken:
+        while s.in_flight[index] and s.in_flight[index] + size > s.budget:
+            s.taken.wait(0.5)
+        s.in_flight[index] += size
+    results.put(("rank", entry, index, size))
 
 
 def _kind_of(entry: RankEntry) -> int:
