@@ -127,10 +127,11 @@ def test_the_cycle_finder_finds_a_cycle():
 #: Lowest first. The data model and its words are at the bottom; the stages that build a report
 #: (parse, then capturing, which hands parse its events) and those that read one (analysis, render) are
 #: two branches above it that never import each other; request, the public API and cli are on top.
-FOUNDATION = ("tcinspect._version", "tcinspect.errors")
+FOUNDATION = ("tcinspect._version", "tcinspect.errors", "tcinspect.collector")
 LAYERS: dict[str, tuple[str, ...]] = {
     "tcinspect._version": (),
     "tcinspect.errors": (),
+    "tcinspect.collector": (),  # the cycle collector paused while a large structure is built or read
     "tcinspect.report": ("tcinspect.errors",),  # a Request checks itself when built (UsageError)
     "tcinspect.interrupts": FOUNDATION,
     "tcinspect.vocabulary": ("tcinspect.report",),
@@ -170,7 +171,7 @@ AGAINST_THE_LAYERS = {
 }
 
 #: Parts that never import torch (or Triton): everything but capturing and what sits on top of it.
-NO_TORCH = ("tcinspect._version", "tcinspect.errors", "tcinspect.report", "tcinspect.plaindata", "tcinspect.interrupts",
+NO_TORCH = ("tcinspect._version", "tcinspect.errors", "tcinspect.collector", "tcinspect.report", "tcinspect.plaindata", "tcinspect.interrupts",
             "tcinspect.vocabulary", "tcinspect.derived", "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
             "tcinspect.analysis", "tcinspect.render")
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Optional
 
+from tcinspect import collector
 from tcinspect.capturing import modelfile, outputs
 from tcinspect.report import MemoryMeasurement, Options, Report
 
@@ -59,9 +60,7 @@ def step_peak(fn: Callable[..., Any], model: Any, inputs: Any, new_step: bool = 
     # CUDA tensors an earlier step or the compile left in reference cycles are freed now, not by a collection
     # that happens to run inside the step (it would lower the step's rise by their bytes in some runs only)
     gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         start = torch.cuda.memory_allocated()
@@ -74,9 +73,6 @@ def step_peak(fn: Callable[..., Any], model: Any, inputs: Any, new_step: bool = 
         del out, loss
         torch.cuda.synchronize()
         return start, torch.cuda.max_memory_allocated(), forward_end
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def cudagraph_pool_bytes() -> int:

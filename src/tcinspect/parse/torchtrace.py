@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Optional, Union, cast
 
+from tcinspect import collector
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import jsonfast, logfiles, memo, shapes
@@ -518,13 +519,8 @@ def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int]
     # what a log's reading makes is kept or freed by reference counting, not the cycle collector, whose passes over
     # the reports, parts and kept results found nothing and took a quarter of the time (32 ranks of a 12-layer
     # GPT-2's log in one process: 13.6 s with it, 10.0 s without)
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         return _read(path, rank, jobs)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _read(path: Union[str, Path], rank: Optional[int], jobs: Optional[int]) -> Report:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Union
 
+from tcinspect import collector
 from tcinspect import report as model
 from tcinspect.errors import ReportFormatError
 from tcinspect.serialize import floats, json_text, yaml_emit, yaml_read
@@ -41,7 +39,7 @@ def _dumped(rep: model.Report, timings: bool) -> tuple[dict[str, Any], dict[tupl
     # Held through a weak reference, so they go with the report.
     last = _LAST_DUMPED.get(timings)
     if last is None or last[0]() is not rep:
-        with _collector_off():  # as in loads: a large report's plain data is many objects and no garbage
+        with collector.paused():  # as in loads: a large report's plain data is many objects and no garbage
             data = to_dict(rep, timings=timings)
         last = _LAST_DUMPED[timings] = (weakref.ref(rep), data, {})
     return last[1], last[2]
@@ -60,19 +58,8 @@ def loads(text: str, *, name: str = "report") -> model.Report:
     """Parse YAML or JSON text (JSON is tried first: it is a subset and much faster)."""
     # a large report is a million new objects and none of them garbage: the collector's passes over
     # them took a third of the time of reading a 16-layer Llama report, for nothing
-    with _collector_off():
+    with collector.paused():
         return _loads(text, name)
-
-
-@contextmanager
-def _collector_off() -> Iterator[None]:
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def parse_text(text: str, name: str = "report") -> Any:
