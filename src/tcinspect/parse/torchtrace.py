@@ -694,13 +694,13 @@ class _Pool:
                             + (" (killed: out of memory?)" if code == -9 else ""),
                             "read with fewer processes (--jobs 2, or --jobs 1)") from None
                 continue
-            kind, value = message[:2]
+            kind, value = message
             if kind == "rank":
-                index, size = message[2:]
+                entry, index, size = value
                 with self.schedule.taken:
                     self.schedule.in_flight[index] -= size
                     self.schedule.taken.notify_all()
-                yield value
+                yield entry
             elif kind == "done":
                 running.discard(value)
             else:
@@ -732,7 +732,7 @@ def _send(index: int, schedule: _Schedule, results: Any, entry: RankEntry) -> No
         while s.in_flight[index] and s.in_flight[index] + size > s.budget:
             s.taken.wait(0.5)
         s.in_flight[index] += size
-    results.put(("rank", entry, index, size))
+    results.put(("rank", (entry, index, size)))
 
 
 def _kind_of(entry: RankEntry) -> int:
