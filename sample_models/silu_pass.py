@@ -2,10 +2,13 @@
 
     tcinspect trace sample_models/silu_pass.py --pass sample_models/silu_pass.py:rewrite_silu
     tcinspect trace sample_models/silu_pass.py --backend sample_models/silu_pass.py:inspect_backend
+    tcinspect verify sample_models/silu_pass.py --pass sample_models/silu_pass.py:rewrite_silu
+    tcinspect verify sample_models/silu_pass.py --pass sample_models/silu_pass.py:sigmoid_to_hardsigmoid
     tcinspect verify sample_models/silu_pass.py --backend sample_models/silu_pass.py:silu_then_inductor
 
 `rewrite_silu` runs on ATen graphs (what --pass hands it, after AOTAutograd): it replaces
 ``mul(sigmoid(x), x)`` with ``aten.silu``, as the tutorial's section "Proper Graph Rewriting" does.
+`sigmoid_to_hardsigmoid` is a pass that changes the numbers (``verify`` fails on it).
 """
 import torch
 from torch.fx import GraphModule, Node
@@ -32,6 +35,15 @@ def rewrite_silu(gm: GraphModule) -> GraphModule:
         if not sigmoid_node.users:
             graph.erase_node(sigmoid_node)
     graph.lint()
+    gm.recompile()
+    return gm
+
+
+def sigmoid_to_hardsigmoid(gm: GraphModule) -> GraphModule:
+    """A pass that changes the math: every aten.sigmoid becomes aten.hardsigmoid (a piecewise-linear stand-in)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target == torch.ops.aten.sigmoid.default:
+            node.target = torch.ops.aten.hardsigmoid.default
     gm.recompile()
     return gm
 

@@ -213,6 +213,70 @@ def test_verify_compares_parameter_gradients(capsys):
     assert names == ["output", "grad fc.weight", "grad fc.bias"]
 
 
+@pytest.mark.slow
+def test_verify_a_pass_in_front_of_inductor(capsys, inductor_cache):
+    """The tutorial's SiLU rewrite puts aten.silu, which Inductor only decomposes, into the forward graph: the
+    report names it, the graph is decomposed again for Inductor, and the compiled model equals eager."""
+    code, out, err = cli(capsys, "verify", str(SILU), "--pass", REWRITE, "-f", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["verification"]["ok"] is True
+    assert [t["name"] for t in doc["verification"]["tensors"]] == ["output", "grad input[0]"]
+    fwd, bwd = doc["passes"]
+    assert (fwd["graph"], fwd["decomposed"], fwd["error"]) == ("forward", ["aten.silu.default"], "")
+    assert bwd["decomposed"] == []  # nothing to rewrite in the backward
+    assert "replaced" in [c["change"] for c in fwd["changes"]]
+    # Inductor compiled the decomposed result, and its kernel still names the model's line
+    (kernel,) = [k for o in doc["stages"]["inductor"]["outputs"] if o["part"] == "forward" for k in o["kernels"]]
+    line = next(i for i, t in enumerate(SILU.read_text().splitlines(), 1) if "the first term IS SiLU" in t)
+    assert f"silu_pass.py:{line}" in " ".join(kernel["user_lines"])
+    code, out, err = cli(capsys, "trace", str(SILU), "--pass", REWRITE, "--stage", "aot")
+    assert code == 0 and "decomposed for Inductor: aten.silu.default" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+def test_verify_fails_on_a_pass_that_changes_the_numbers(capsys, inductor_cache, backend):
+    code, out, err = cli(capsys, "verify", str(SILU), "--backend", backend, "--pass", f"{SILU}:sigmoid_to_hardsigmoid")
+    assert code == 1, err
+    assert "FAIL" in out and "MISMATCH" in out and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_pass_runs_on_a_cache_the_users_plain_run_filled(capsys, tmp_path, monkeypatch):
+    """The user's own torch.compile run fills AOTAutograd's cache, whose key cannot see a --pass: the pass must
+    still run (not the user's cached, unchanged graphs), and nothing is written to that cache."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "inductor-cache"
+    plain = ("import runpy, sys, torch; ns = runpy.run_path(sys.argv[1]); "
+             "torch.compile(ns['model'])(*ns['example_inputs']).sum().backward()")
+    subprocess.run([sys.executable, "-c", plain, str(SILU)], check=True, timeout=600,
+                   env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), INDUCTOR_PROVENANCE="0"))
+
+    def entries() -> dict[str, float]:
+        return {str(p): p.stat().st_mtime for p in (cache / "aotautograd").rglob("*") if p.is_file()}
+
+    filled = entries()
+    assert filled  # the plain run saved its AOTAutograd entries
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    code, out, err = cli(capsys, "verify", str(SILU), "--pass", f"{SILU}:sigmoid_to_hardsigmoid", "-f", "json")
+    assert code == 1, err  # the pass ran: its hardsigmoid differs from eager
+    doc = json.loads(out)
+    assert doc["verification"]["ok"] is False and [p["graph"] for p in doc["passes"]] == ["forward", "backward"]
+    assert entries() == filled
+
+
+@pytest.mark.slow
+def test_verify_shows_why_a_capture_failed(capsys):
+    """A pass that raises: the pass's own line and exit 2, not "this report has no verify section"."""
+    code, out, err = cli(capsys, "verify", str(SILU), "--backend", "aot_eager", "--pass", f"{BACKENDS}:raising_pass")
+    assert code == 2 and "raised ValueError: pattern table missing" in err and out == ""
+    assert "no verify section" not in err and "Traceback" not in err
+
+
 def test_verify_on_a_report_without_a_comparison(capsys, tmp_path, breaks_report):
     from tcinspect import serialize
 

@@ -470,6 +470,9 @@ class PassRun:
     changes: tuple[NodeChange, ...] = ()
     lint: str = "ok"  # "ok", or what graph.lint() raised
     error: str = ""  # what the pass itself raised or returned wrongly
+    #: ops this pass put into a graph bound for Inductor that Inductor cannot lower (it only decomposes them, before
+    #: AOTAutograd): after the last pass each is decomposed with Inductor's own table, as its pattern replacements are
+    decomposed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

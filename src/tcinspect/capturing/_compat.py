@@ -212,9 +212,87 @@ def inductor_with_inner(inner: Callable[..., Any]) -> Callable[..., Any]:
         return compile_fx_inner(gm, example_inputs, *args, **kwargs)
 
     def backend(gm: Any, example_inputs: Any) -> Any:
-        return compile_fx(gm, example_inputs, inner_compile=inner_compile)
+        # AOTAutograd's cache keys the Dynamo graph and the configs, not ``inner``: an entry from a run without it
+        # (the user's own torch.compile) or with another pass would be loaded and ``inner`` never called
+        # (torch/_functorch/aot_autograd.py: ``AOTAutogradCache.try_load`` for compile_fx's compilers, 2.11-2.15).
+        # Off for this compile, no entry is read or written; the FX graph cache keys the graph ``inner`` returned.
+        with torch._functorch.config.patch(enable_autograd_cache=False):
+            return compile_fx(gm, example_inputs, inner_compile=inner_compile)
 
     return backend
+
+
+def unlowerable_ops(gm: Any) -> list[str]:
+    """The ATen ops in ``gm`` that Inductor cannot lower: it has no lowering for them, only a decomposition.
+
+    AOTAutograd decomposes them with Inductor's table (torch/_inductor/decomposition.py, ``select_decomp_table``)
+    before Inductor sees a graph, so only a pass that runs after it puts one back; Inductor's GraphLowering then
+    fails ("both a fallback and a decomp for same op", or MissingOperatorWithDecomp without implicit fallbacks:
+    torch/_inductor/graph.py ``call_function``, 2.11-2.15). Ops on Inductor's FALLBACK_ALLOW_LIST lower anyway.
+    """
+    from torch._inductor.decomposition import select_decomp_table
+    from torch._inductor.lowering import FALLBACK_ALLOW_LIST, lowerings
+
+    table = select_decomp_table()
+    found: list[str] = []
+    for node in gm.graph.nodes:
+        op = node.target
+        if (node.op == "call_function" and isinstance(op, torch._ops.OpOverload) and op not in lowerings
+                and op in table and op.name().split(".")[0] not in FALLBACK_ALLOW_LIST and str(op) not in found):
+            found.append(str(op))
+    return found
+
+
+def decompose_for_inductor(gm: Any, ops: Sequence[str]) -> Any:
+    """``gm`` with each node calling one of ``ops`` replaced by its decomposition from Inductor's own table, traced
+    on the node's fake values as Inductor traces its pattern replacements (torch/_inductor/pattern_matcher.py
+    ``fwd_only``: make_fx with the decomposition table, ``tracing_mode="real"``, under the python dispatcher,
+    2.11-2.15). The new nodes keep the replaced node's stack trace and provenance metadata; the rest of the graph
+    (its placeholders, names and other nodes) is unchanged."""
+    from torch._dispatch.python import enable_python_dispatcher
+    from torch._guards import detect_fake_mode
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.utils import _pytree as pytree
+
+    table = select_decomp_table()
+    kept_meta = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "from_node", "seq_nr",
+                 "fwd_source_fn_stack", "partitioner_tag", "autograd_backward", "custom")
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or str(node.target) not in ops:
+            continue
+        flat, spec = pytree.tree_flatten((node.args, node.kwargs))
+        is_node = [isinstance(a, torch.fx.Node) for a in flat]
+        values = [a.meta["val"] for a, n in zip(flat, is_node) if n]
+        target = node.target
+
+        def call(*vals: Any, _flat: list[Any] = flat, _is_node: list[bool] = is_node, _spec: Any = spec,
+                 _target: Any = target) -> Any:
+            it = iter(vals)
+            args, kwargs = pytree.tree_unflatten([next(it) if n else a for a, n in zip(_flat, _is_node)], _spec)
+            return _target(*args, **kwargs)
+
+        fake_mode = detect_fake_mode(values)
+        with fake_mode if fake_mode is not None else contextlib.nullcontext(), enable_python_dispatcher():
+            sub = make_fx(call, table, tracing_mode="real")(*values)
+        inputs = [a for a, n in zip(flat, is_node) if n]
+        env = dict(zip([n for n in sub.graph.nodes if n.op == "placeholder"], inputs))
+        with graph.inserting_before(node):
+            out = graph.graph_copy(sub.graph, env)
+        for new in env.values():
+            if isinstance(new, torch.fx.Node) and all(new is not a for a in inputs):
+                new.meta.update({k: node.meta[k] for k in kept_meta if k in node.meta and not new.meta.get(k)})
+        if isinstance(out, torch.fx.Node):
+            node.replace_all_uses_with(out)
+        else:  # an op of several outputs: its users are getitem nodes
+            for user in list(node.users):
+                user.replace_all_uses_with(out[user.args[1]])
+                graph.erase_node(user)
+        graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
+    return gm
 
 
 def aot_eager_with_inner(inner: Callable[..., Any]) -> Callable[..., Any]:

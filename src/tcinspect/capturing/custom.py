@@ -167,10 +167,18 @@ def graph_changes(before: Sequence[NodeText], after: Sequence[NodeText]) -> list
     return changes
 
 
-def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]]) -> Callable[[Any, str], Any]:
-    """``(gm, part) -> gm`` applying each pass, checking it, and logging what it changed."""
+def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]],
+                  for_inductor: bool = False) -> Callable[[Any, str], Any]:
+    """``(gm, part) -> gm`` applying each pass, checking it, and logging what it changed.
+
+    ``for_inductor``: the graph then goes to Inductor, which has no lowering for the ops it decomposes before
+    AOTAutograd (aten.silu, aten.gelu, aten.hardsigmoid, ...). An op of those that a pass puts back is named in that
+    pass's record (``decomposed``), and after the last pass each is decomposed with Inductor's own table
+    (``_compat.decompose_for_inductor``), as Inductor's pattern replacements are; Inductor would fail on it otherwise.
+    """
 
     def apply(gm: Any, part: str) -> Any:
+        unlowerable = _compat.unlowerable_ops(gm) if for_inductor else []
         for spec, fn in passes:
             before = snapshot(gm)
             record: dict[str, Any] = {"name": spec, "graph": part, "nodes_before": len(before)}
@@ -194,13 +202,18 @@ def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]]) -> Callable[
             after = snapshot(out)
             record.update(nodes_after=len(after), lint=lint,
                           changes=[list(c) for c in graph_changes(before, after)])
+            if for_inductor and lint == "ok":
+                added = [op for op in _compat.unlowerable_ops(out) if op not in unlowerable]
+                if added:
+                    record["decomposed"] = added
+                    unlowerable.extend(added)
             _compat.log_artifact(PASS_ARTIFACT, json.dumps(record))
             if lint != "ok":
                 raise UserTargetError(f"--pass '{spec}' left a graph that fails graph.lint(): {lint}",
                                       "fix the pass (erase nodes only after replace_all_uses_with)")
             out.recompile()
             gm = out
-        return gm
+        return _compat.decompose_for_inductor(gm, unlowerable) if unlowerable else gm
 
     return apply
 
@@ -210,7 +223,8 @@ def build_backend(backend: str, passes: Sequence[str]) -> tuple[Any, Optional[st
 
     Raises UsageError for an unimportable target or a --pass under a backend that has no ATen stage.
     """
-    pipeline = pass_pipeline([(spec, load_callable(spec, "--pass")) for spec in passes]) if passes else None
+    pipeline = pass_pipeline([(spec, load_callable(spec, "--pass")) for spec in passes],
+                             for_inductor=backend == "inductor") if passes else None
     if is_target(backend):
         if pipeline is not None:
             raise UsageError(f"--pass runs before Inductor, but --backend '{backend}' is a custom backend",

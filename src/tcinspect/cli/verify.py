@@ -33,6 +33,8 @@ def verify(
     from tcinspect.render import extensions as render
 
     rep = capture.obtain(file, verify=VerifyRequest(rtol, atol))
+    if rep.verification is None:
+        c.exit_for(rep)  # the capture failed before the compiled call: its own line and exit code
     c.emit(_checked(rep), fmt, output, lambda: render.verification(rep))
     c.exit_for(rep)
     if rep.verification is not None and not rep.verification.ok:

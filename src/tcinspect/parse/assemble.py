@@ -354,7 +354,7 @@ def build_passes(events: Iterable[Event]) -> tuple[PassRun, ...]:
             name=str(data.get("name", "")), compile_id=e.compile_id, graph=str(data.get("graph", "")),
             nodes_before=int(data.get("nodes_before", 0)), nodes_after=int(data.get("nodes_after", 0)),
             changes=tuple(NodeChange(*c) for c in data.get("changes", [])), lint=str(data.get("lint", "ok")),
-            error=str(data.get("error", ""))))
+            error=str(data.get("error", "")), decomposed=tuple(str(op) for op in data.get("decomposed", ()))))
     return tuple(runs)
 
 

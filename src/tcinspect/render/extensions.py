@@ -33,6 +33,10 @@ def passes(rep: Report) -> RenderableType:
             for c in p.changes:
                 t.add_row(Text(c.change, style=_CHANGE_STYLE.get(c.change, "")), c.before, c.after)
             parts.append(t)
+        if p.decomposed:
+            parts.append(Text(f"  decomposed for Inductor: {', '.join(p.decomposed)} (Inductor has no lowering, "
+                              "only a decomposition it applies before AOTAutograd; decomposed again with its table "
+                              "after the passes)", style="yellow"))
     return Group(*parts)
 
 

@@ -26,7 +26,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "CacheLookup.compared_with", "CacheLookup.remote",
     "ParseHealth.ignored_files", "RankReport.log",
     "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
-    "GraphBreak.model_frame",
+    "GraphBreak.model_frame", "PassRun.decomposed",
 })
 #: The options every report of schema 1 records. An option added since may be absent from a saved report:
 #: the report was captured before the option existed, so it was not asked for (its default is what ran).
