@@ -55,13 +55,18 @@ def _log_bytes(path: Path) -> bytes:
 
 
 _TS = re.compile(rb'^"ts": ([0-9.]+)', re.M)
+#: a record header's glog pid and the rank its JSON states
+_PID = re.compile(rb"^([VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +)(\d+)")
+_RANK = re.compile(rb'"rank": \d+')
 _HAS_PAYLOAD = re.compile(rb'"has_payload": "([0-9a-f]{32})"')
 
 
 def vary(data: bytes, rank: int, gpus: int = 8) -> bytes:
     """Rank ``rank``'s log made from ``data``: its payloads name ``cuda:{rank % gpus}`` and its Chromium events
     start ``rank`` ms later; every payload changed gets its md5 again (``has_payload``: the md5 of the payload's
-    lines without their tab, joined by newlines)."""
+    lines without their tab, joined by newlines). Its records state its own rank and a process of its own (the
+    glog pid plus ``rank``), as a real rank's do: copies of one process's log are told apart by their bytes, which
+    tcinspect reads again (parse/torchtrace.py ``_checksums``)."""
     device = rank % gpus
     swaps = [(b"cuda:0", b"cuda:%d" % device), (b"device(type='cuda', index=0)", b"device(type='cuda', index=%d)" % device),
              (b"_DeviceGuard(0)", b"_DeviceGuard(%d)" % device), (b"set_device(0)", b"set_device(%d)" % device)]
@@ -69,7 +74,8 @@ def vary(data: bytes, rank: int, gpus: int = 8) -> bytes:
     out: list[bytes] = []
     i = 0
     while i < len(lines):
-        head = lines[i]
+        head = _PID.sub(lambda m: m.group(1) + b"%d" % (int(m.group(2)) + rank), lines[i], count=1)
+        head = _RANK.sub(b'"rank": %d' % rank, head)
         i += 1
         start = i
         while i < len(lines) and lines[i].startswith(b"\t"):

@@ -40,6 +40,53 @@ def _lookup(state: str, **hashes: str) -> CacheLookup:
     return CacheLookup("fx_graph", "forward", state, key="k" + "".join(hashes.values()), components=comps)
 
 
+def test_a_report_is_reused_only_while_the_users_inductor_cache_is_as_it_was(tmp_path, monkeypatch) -> None:
+    """The cache outcomes a report holds are the user's only while their Inductor cache holds what it held: an
+    entry saved for a key that missed, one removed after a hit, or another cache directory make it stale."""
+    from tcinspect import cache
+
+    inductor = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor))
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "tcinspect"))
+    model = tmp_path / "m.py"
+    model.write_text("model = None\n")
+    hit_entry = inductor / "aotautograd" / "ahit" / "entry"
+    hit_entry.parent.mkdir(parents=True)
+    hit_entry.write_text("x")
+    miss = CacheLookup("fx_graph", "forward", "miss", key="fmissing0000")
+    hit = CacheLookup("aot_autograd", "", "hit", key="ahit")
+    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path=str(model)),
+                 compile_time=CompileTime((_timing("0/0", miss, hit),)))
+    assert cache.store(model, "k1", rep) is not None
+    assert cache.lookup(model, ["k1"]) is not None  # nothing changed
+    # the user's own run saves the entry that missed: a capture now would hit
+    saved = inductor / "fxgraph" / "mi" / "fmissing0000" / "variant"
+    saved.parent.mkdir(parents=True)
+    saved.write_text("x")
+    assert cache.stale_inductor_cache(json.loads(next((tmp_path / "tcinspect").glob("m-*.json")).read_text())
+                                      [cache.INDUCTOR_KEY]) == ["fx_graph fmissing0000 (miss when captured)"]
+    assert cache.lookup(model, ["k1"]) is None
+    saved.unlink()
+    assert cache.lookup(model, ["k1"]) is not None
+    hit_entry.unlink()  # the cache was cleared: what hit would miss
+    assert cache.lookup(model, ["k1"]) is None
+    hit_entry.write_text("x")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache.lookup(model, ["k1"]) is None
+
+
+def test_inductor_cache_root_follows_torch_without_importing_it(monkeypatch, tmp_path) -> None:
+    import getpass
+    import tempfile
+
+    from tcinspect import cache
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "c"))
+    assert cache.inductor_cache_root() == tmp_path / "c"
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    assert cache.inductor_cache_root() == Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+
+
 def test_key_components_read_torch_list() -> None:
     got = key_components(["[abc] gm: GraphModule()\n\ndef forward(self):", "[d1] inductor_config[size_asserts]: True",
                           "no brackets", 3])
@@ -72,7 +119,7 @@ def test_untracked_code_keys_the_record_and_launches_give_handles() -> None:
     assert got.provenance == provenance.INDUCTOR and got.source_nodes == ("add",)
     other = Graph("inductor_post_grad_graph", "", (Node("call_function", "mul", "torch.ops.aten.mul.Tensor"),))
     (kept,) = provenance.apply((k,), st, other)  # the record names a node this graph lacks: not used
-    assert kept.provenance == provenance.INFERRED
+    assert kept.provenance == provenance.UNKNOWN
     provenance.add_event(st2 := provenance.Statement(), provenance.STACK_TRACES, "")
     assert not st2.malformed  # an untracked entry logs no payload: not a malformed artifact
 
@@ -93,7 +140,7 @@ def test_a_renamed_backward_graph_keeps_its_record() -> None:
     other = Graph("inductor_post_grad_graph", "", (Node("placeholder", "x"),
                                                     Node("call_function", "mul", "torch.ops.aten.mul.Tensor", "(x, 2)")))
     (kept,) = provenance.apply((k,), st, other)
-    assert kept.provenance == provenance.INFERRED
+    assert kept.provenance == provenance.UNKNOWN
 
 
 def _timing(cid: str, *lookups: CacheLookup) -> CompileTiming:
@@ -170,6 +217,52 @@ def _counts(rep, cache: str) -> dict[str, int]:
 def _entries(cache_dir: Path) -> set[str]:
     return {str(p.relative_to(cache_dir)) for sub in ("fxgraph", "aotautograd") if (cache_dir / sub).exists()
             for p in (cache_dir / sub).rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_compile_time_answers_for_the_cache_the_users_runs_left(capsys, tmp_path, monkeypatch):
+    """tcinspect cold (every look-up misses), then the user's own plain runs fill the cache: the same command is
+    asked again and answers for the cache as it is now (hits), not from its report of the cold one."""
+    from helpers import SAMPLES, cli
+    from tcinspect.capturing import _compat
+
+    inductor = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor))
+    monkeypatch.setenv("INDUCTOR_PROVENANCE", "0")
+    model = SAMPLES / "gelu_linear.py"
+    with torch_provenance_level(0):
+        code, out, err = cli(capsys, "compile-time", str(model), "-f", "json")
+        assert code == 0, err
+        cold = json.loads(out)
+        states = {c["state"] for t in cold["compiles"] for c in t["caches"] if c["cache"] == "fx_graph"}
+        assert states == {"miss"}
+        code, out, err = cli(capsys, "compile-time", str(model), "-f", "json")  # nothing changed: reused
+        assert code == 0 and "reusing the current report" in err
+        _plain_run(model, inductor)
+        code, out, err = cli(capsys, "compile-time", str(model), "-f", "json")
+        assert code == 0 and "reusing" not in err, err
+        warm = json.loads(out)
+        states = {c["state"] for t in warm["compiles"] for c in t["caches"] if c["cache"] == "fx_graph"}
+        assert states == {"hit"}
+        assert str(inductor) == _compat.inductor_cache_dir()
+
+
+class torch_provenance_level:
+    """Inductor's provenance tracking level for the block (the default user's is 0), restored after."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+
+    def __enter__(self) -> None:
+        from torch._inductor import config
+
+        self.old = config.trace.provenance_tracking_level
+        config.trace.provenance_tracking_level = self.level
+
+    def __exit__(self, *exc: object) -> None:
+        from torch._inductor import config
+
+        config.trace.provenance_tracking_level = self.old
 
 
 @pytest.fixture(scope="module")

@@ -355,6 +355,22 @@ def _agrees_with_torch(rep: Report, records) -> None:
     assert rep.summary.compile_time_s == pytest.approx(fwd + bwd, abs=2e-3)
 
 
+def test_a_warm_start_that_would_save_time_is_never_nothing_to_fix():
+    """FX graph cache misses that took seconds to compile, in a compile where kernel compiling stayed under a
+    quarter of the time: a finding with its fix, not "Nothing to fix" beside "a warm start would save"."""
+    from tcinspect.report import CacheLookup, CompileTime, CompileTiming
+
+    miss = CacheLookup("fx_graph", "forward", "miss", key="fk", cost_s=3.5)
+    root = Phase("entire_frame_compile", "dynamo", 0.0, 20.0, 20.0)
+    ct = CompileTime((CompileTiming("0/0", "forward", total_s=20.0, root=root, caches=(miss,)),))
+    (found,) = compiletime.findings(ct)
+    assert (found.kind, found.seconds) == ("cold_cache", 3.5)
+    assert "1 FX graph cache miss took 3.50 s" in found.message and "TORCHINDUCTOR_CACHE_DIR" in found.fix
+    cheap = dataclasses.replace(miss, cost_s=0.5)  # under a second: not worth a line
+    assert compiletime.findings(CompileTime((CompileTiming("0/0", "forward", total_s=20.0, root=root,
+                                                          caches=(cheap,)),))) == ()
+
+
 def test_cold_compile_adds_up_and_matches_torch(cold):
     rep, records = cold
     _agrees_with_torch(rep, records)

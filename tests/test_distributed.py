@@ -166,9 +166,11 @@ def test_check_applies_thresholds_per_rank_and_fails_on_divergence(capsys, tmp_p
     # one failure for the first compile where ranks differ, at the line of the break only rank 1 took
     (divergent,) = [f for f in findings if f["check"] == "rank divergence"]
     assert divergent["status"] == "fail" and (divergent["file"], divergent["line"]) == ("/p/m.py", 14)
-    assert divergent["message"] == ("ranks diverge first at compile 0/0 (graph, graph_breaks, guards): rank 0: no "
-                                    "graph break; rank 1: Failed to trace builtin operator at m.py:14; later compiles "
-                                    "differ too: 1/0")
+    # what the job feels first (a compile only rank 1 made), then the first compile where the ranks differ
+    assert divergent["message"] == ("ranks diverge: rank 0 did not compile 1/0 (torch_dynamo_resume_in_forward_at_14), "
+                                    "which rank 1 compiled; first at compile 0/0 (graph, graph_breaks, guards): rank 0: "
+                                    "no graph break; rank 1: Failed to trace builtin operator at m.py:14; later "
+                                    "compiles differ too: 1/0")
     same = _merged(_rank(0), replace(_rank(1), stages=_rank(0).stages))
     saved.write_text(serialize.dumps(same, "yaml"))
     code, out, _ = cli(capsys, "check", str(saved), "--max-graph-breaks", "0", "--format", "json")

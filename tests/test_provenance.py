@@ -217,6 +217,54 @@ def test_warm_fx_cache_hit_gives_the_same_provenance(tmp_path, monkeypatch):
         _warm_hit_keeps_provenance(tmp_path)
 
 
+@pytest.mark.parametrize("backward", [False, True], ids=["forward-only", "forward-and-backward"])
+def test_a_cache_only_the_users_plain_run_filled(tmp_path, monkeypatch, backward):
+    """The user compiles their model with a plain torch.compile (never seen by tcinspect), then asks tcinspect with
+    the same Inductor cache: each kernel's source nodes are Inductor's own cold mapping, or `unknown` with the reason
+    and its fix; never the wrapper comments' (Dynamo) names. Nothing in the user's cache is added or changed."""
+    from tcinspect.capturing import records
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "tcinspect"))
+    records.forget_in_process()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(), torch.nn.Linear(32, 8))
+    x = torch.randn(4, 16)
+
+    def stated(rep, part):
+        return [(k.name, k.provenance, k.source_nodes, k.dynamo_nodes, k.user_lines)
+                for o in rep.stages.inductor.outputs if o.part == part for k in o.kernels]
+
+    with torch._inductor.config.patch({"trace.provenance_tracking_level": 0}):
+        torch._dynamo.reset()
+        out = torch.compile(model)(x)  # the user's own run
+        if backward:
+            out.sum().backward()
+        torch._dynamo.reset()
+        entries = {p: p.stat().st_mtime_ns for p in (tmp_path / "inductor").rglob("*") if p.is_file()}
+        warm = engine.capture(model, x, quiet=True)
+        torch._dynamo.reset()
+        truth = engine.capture(model, x, fresh=True, quiet=True)  # Inductor's cold mapping, in a private cache
+        torch._dynamo.reset()
+        after_fresh = engine.capture(model, x, quiet=True)  # the fix the reason names, then the same question
+    assert all(k[1] == provenance.INDUCTOR for part in ("forward", "backward") for k in stated(truth, part))
+    # --fresh left tcinspect's record of that code: the user's entries now give Inductor's own mapping
+    assert [o.cache for o in after_fresh.stages.inductor.outputs] == [o.cache for o in warm.stages.inductor.outputs]
+    assert all(stated(after_fresh, part) == stated(truth, part) for part in ("forward", "backward"))
+    fwd = next(o for o in warm.stages.inductor.outputs if o.part == "forward")
+    assert fwd.cache == "hit" and "--fresh" in fwd.unknown_provenance
+    for part in ("forward", "backward"):
+        for got, exact in zip(stated(warm, part), stated(truth, part), strict=True):
+            assert got == exact or (got[1] == provenance.UNKNOWN and got[2:] == ((), (), ())), (part, got, exact)
+    assert all(k[1] == provenance.UNKNOWN for k in stated(warm, "forward"))
+    if not backward:  # the backward compiled here, cold: Inductor stated every kernel
+        assert stated(warm, "backward") == stated(truth, "backward")
+    # the user's cache: every entry as it was, and none added beyond the kernel code a miss compiles
+    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "inductor").rglob("*") if p.is_file()}
+    assert {p: m for p, m in after.items() if p in entries} == entries
+    assert not [p for p in after if p not in entries and ("fxgraph" in p.parts or "aotautograd" in p.parts)]
+
+
 def _warm_hit_keeps_provenance(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
@@ -241,7 +289,7 @@ def _warm_hit_keeps_provenance(tmp_path):
     for p in prov(warm, "backward"):
         assert p[2] == provenance.INDUCTOR and set(p[3]) <= nodes
     # without tcinspect's record of the cold compile, the user's untracked entries state nothing: every
-    # kernel is marked inferred, never guessed
+    # kernel is marked unknown, never guessed
     from tcinspect.capturing import records
 
     for f in records.store_dir("provenance").iterdir():
@@ -249,7 +297,7 @@ def _warm_hit_keeps_provenance(tmp_path):
     records.forget_in_process()
     warm2 = engine.capture(model, x, quiet=True)
     marks = {(o.part, k.provenance) for o in warm2.stages.inductor.outputs for k in o.kernels}
-    assert marks == {("forward", provenance.INFERRED), ("backward", provenance.INFERRED)}
+    assert marks == {("forward", provenance.UNKNOWN), ("backward", provenance.UNKNOWN)}
 
 
 # ----------------------------------------------------------------------------- recorded traces (no compile)
@@ -291,20 +339,38 @@ def test_recorded_trace_agrees_with_inductor(path):
     _check_extern_exact(None, outputs)
 
 
-def test_trace_without_tracking_marks_every_kernel_inferred():
-    """Events of an untracked compile (an older recorded trace) give kernels marked inferred, never facts."""
+@pytest.mark.parametrize("path", RECORDED, ids=[p.name.split(".jsonl")[0] for p in RECORDED])
+def test_without_inductor_s_statement_no_kernel_takes_the_comments_names(path):
+    """The same recorded compiles with Inductor's mapping and tcinspect's record taken out (a log of an untracked
+    run): every kernel is unknown, with no nodes or lines, and each output says why and how to get them."""
+    from tcinspect.parse import assemble
+    from tcinspect.parse.events import read_jsonl
+
+    untracked = [e for e in read_jsonl(path)
+                 if e.name not in (provenance.NODE_MAPPINGS, provenance.STACK_TRACES, provenance.OWN)]
+    stages, _ = assemble.build(untracked)
+    outputs = stages.inductor.outputs
+    for o in outputs:
+        assert "INDUCTOR_PROVENANCE=1" in o.unknown_provenance
+        for k in o.kernels:
+            assert (k.provenance, k.source_nodes, k.dynamo_nodes, k.modules) == (provenance.UNKNOWN, (), (), ())
+            assert k.kind == "user_triton" or not k.user_lines
+
+
+def test_trace_without_tracking_marks_every_kernel_unknown():
+    """Events of an untracked compile (an older recorded trace) give kernels marked unknown, never a comment reading."""
     from tcinspect.parse import assemble
     from tcinspect.parse.events import read_jsonl
 
     old = DATA / "gpu-trace-transformer-layer.jsonl.gz"
     stages, _ = assemble.build(read_jsonl(old))
     kernels = [k for o in stages.inductor.outputs for k in o.kernels]
-    assert kernels and all(k.provenance == provenance.INFERRED for k in kernels)
+    assert kernels and all(k.provenance == provenance.UNKNOWN for k in kernels)
 
 
 @pytest.mark.parametrize("damage", ["not json {", '{"cppCodeToPost": {"k:1": "addmm"}}', "[1, 2]"])
-def test_malformed_mapping_marks_kernels_inferred(damage):
-    """A damaged node-mapping artifact: the graph's kernels are marked inferred and the damage is noted."""
+def test_malformed_mapping_marks_kernels_unknown(damage):
+    """A damaged node-mapping artifact: the graph's kernels are marked unknown and the damage is noted."""
     from dataclasses import replace as dc_replace
 
     from tcinspect.parse import assemble
@@ -316,7 +382,7 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
               for e in read_jsonl(path) if e.name != provenance.OWN]
     stages, _ = assemble.build(events)
     kernels = [k for o in stages.inductor.outputs for k in o.kernels]
-    assert kernels and all(k.provenance == provenance.INFERRED for k in kernels)
+    assert kernels and all(k.provenance == provenance.UNKNOWN for k in kernels)
     st = provenance.Statement()
     provenance.add_event(st, provenance.NODE_MAPPINGS, damage)
     assert st.malformed == [provenance.NODE_MAPPINGS]
@@ -330,7 +396,7 @@ def test_malformed_mapping_marks_kernels_inferred(damage):
     from tcinspect.report import Target
 
     line = parse_warning(make_report(target=Target(kind="model"), parse=health))
-    assert "\n" not in line and "marked inferred" in line
+    assert "\n" not in line and "marked unknown" in line
 
 
 # ----------------------------------------------------------------------------- on a GPU

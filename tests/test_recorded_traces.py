@@ -55,10 +55,11 @@ def test_invariants(version, model):
     for out in rep.stages.inductor.outputs:
         assert [k.name for k in out.kernels] == launched(out.wrapper)  # in launch order
         assert out.post_grad_graph is not None and out.cache == "miss"  # recorded cold
-        # a kernel's source lines come from its graph's "# File:" comments, which torch 2.14+ words
-        # "# Backward of forward node: File: ..." in a backward graph
-        if out.part == "backward":
-            assert all(k.user_lines for k in out.kernels), [k.name for k in out.kernels if not k.user_lines]
+        # recorded without provenance tracking: Inductor stated no kernel's nodes, so none is read from the
+        # wrapper's "Source Nodes" comments (on the tracked recordings those equal Inductor's own mapping for
+        # 15 of 187 kernels, docs/codegen.md); each output says why and what fixes it
+        assert all(k.provenance == "unknown" and not k.source_nodes and not k.user_lines for k in out.kernels)
+        assert "INDUCTOR_PROVENANCE=1" in out.unknown_provenance
     for g in rep.stages.dynamo.graphs:
         assert g.guards and any(x.guard_type == "TENSOR_MATCH" for x in g.guards)
         # every guard type torch names is one guards.py classifies (only free-form lambdas may be "other")

@@ -32,6 +32,8 @@ from tcinspect.serialize.rules import OPTIONS_OF_SCHEMA_1
 
 #: The key beside the report in a cache entry: {absolute path: fingerprint} of every traced file.
 SOURCES_KEY = "traced_sources"
+#: The key beside the report in a cache entry: the user's Inductor cache as the capture left it (``inductor_state``).
+INDUCTOR_KEY = "inductor_cache"
 
 KEEP = 5
 log = logging.getLogger("tcinspect")
@@ -119,13 +121,14 @@ def lookup(model_path: Path, keys: Sequence[str]) -> Optional[Entry]:
     for k in keys:
         p = _entry_path(model_path, k)
         read = _read(p)
-        if read is not None and not stale_sources(read[1]):
+        if read is not None and not stale_sources(read[1]) and not stale_inductor_cache(read[2]):
             return read[0]
     return None
 
 
-def _read(p: Path) -> Optional[tuple[Entry, Optional[dict]]]:
-    """An entry and its traced-source fingerprints (None: an entry written without them)."""
+def _read(p: Path) -> Optional[tuple[Entry, Optional[dict], Optional[dict]]]:
+    """An entry, its traced-source fingerprints and the Inductor cache state it was captured against (None: an
+    entry written without them)."""
     try:
         text = p.read_text(encoding="utf-8")
         age = time.time() - p.stat().st_mtime
@@ -139,6 +142,7 @@ def _read(p: Path) -> Optional[tuple[Entry, Optional[dict]]]:
         except ValueError:
             raise ReportFormatError("not valid JSON (truncated?)") from None
         sources = data.pop(SOURCES_KEY, None) if isinstance(data, dict) else None
+        inductor = data.pop(INDUCTOR_KEY, None) if isinstance(data, dict) else None
         rep = serialize.from_dict(data)
     except ReportFormatError as exc:
         log.warning("discarding unreadable cache entry %s: %s", p, exc.cause)
@@ -147,7 +151,8 @@ def _read(p: Path) -> Optional[tuple[Entry, Optional[dict]]]:
         except OSError:
             pass
         return None
-    return Entry(path=p, report=rep, age_s=max(age, 0.0)), sources if isinstance(sources, dict) else None
+    return (Entry(path=p, report=rep, age_s=max(age, 0.0)), sources if isinstance(sources, dict) else None,
+            inductor if isinstance(inductor, dict) else None)
 
 
 def traced_files(rep: Report) -> list[str]:
@@ -224,6 +229,84 @@ def stale_sources(recorded: Optional[dict]) -> list[str]:
     return [path for path, fp in recorded.items() if fingerprint(path) != fp]
 
 
+# ----------------------------------------------------------------------------- the user's Inductor cache
+#
+# A report holds what the compile's caches gave: each FX graph and AOTAutograd look-up with its key and outcome,
+# the compile time that followed, and advice from both. The user's own runs change those caches between two
+# commands (a plain torch.compile saves entries that tcinspect's capture would then hit), so a report is reused
+# only while every entry it looked up is there or not there as it was when the capture ended.
+
+
+def inductor_cache_root() -> Path:
+    """Inductor's cache directory as torch resolves it (torch/_inductor/runtime/cache_dir_utils.py ``cache_dir``,
+    2.11-2.15: $TORCHINDUCTOR_CACHE_DIR, else ``torchinductor_<user>`` in the temp directory), without torch."""
+    value = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if value:
+        return Path(value).absolute()
+    import getpass
+    import re
+    import tempfile
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        getuid = getattr(os, "getuid", None)
+        user = f"uid_{getuid()}" if callable(getuid) else "unknown_user"
+    return Path(tempfile.gettempdir()) / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
+
+
+def _entry_dir(root: Path, cache_name: str, key: str) -> Optional[Path]:
+    """Where torch keeps the entries of one key (FxGraphCache / AOTAutogradCache ``_get_tmp_dir_for_key``,
+    2.11-2.15); None for a cache whose entries are not files here."""
+    if cache_name == "fx_graph" and len(key) > 3:
+        return root / "fxgraph" / key[1:3] / key
+    if cache_name == "aot_autograd":
+        return root / "aotautograd" / key
+    return None
+
+
+def _listing(where: Optional[Path]) -> list[str]:
+    try:
+        return sorted(p.name for p in where.iterdir()) if where is not None and where.is_dir() else []
+    except OSError:
+        return []
+
+
+def inductor_state(rep: Report, root: Optional[Path] = None) -> dict:
+    """The report's cache look-ups and what the user's Inductor cache holds for each key now: {"dir", "entries":
+    [[cache, key, outcome, [file names]]]}, one per distinct key (each rank's too)."""
+    root = root or inductor_cache_root()
+    seen: dict[tuple[str, str], list] = {}
+    for ct in [rep.compile_time, *(r.compile_time for r in rep.ranks)]:
+        for t in ct.compiles if ct is not None else ():
+            for c in t.caches:
+                where = _entry_dir(root, c.cache, c.key) if c.key and c.state in ("hit", "miss") else None
+                if where is not None and (c.cache, c.key) not in seen:
+                    seen[(c.cache, c.key)] = [c.cache, c.key, c.state, _listing(where)]
+    return {"dir": str(root), "entries": list(seen.values())}
+
+
+def stale_inductor_cache(recorded: Optional[dict]) -> list[str]:
+    """What makes a report's cache outcomes no longer the user's: a key whose entries changed since the capture, a
+    miss whose entry is there (the capture or another run saved it: the same compile would now hit), another cache
+    directory. An entry written without the record is stale as a whole."""
+    if recorded is None:
+        return ["(entry written without the Inductor cache state)"]
+    root = inductor_cache_root()
+    if recorded.get("dir") != str(root):
+        return [f"Inductor's cache directory is now {root}"]
+    out = []
+    for item in recorded.get("entries", ()):
+        try:
+            name, key, outcome, files = item
+            now = _listing(_entry_dir(root, name, key))
+        except (TypeError, ValueError):
+            return ["(an unreadable Inductor cache record)"]
+        if now != files or (outcome == "miss" and now):
+            out.append(f"{name} {key} ({outcome} when captured)")
+    return out
+
+
 def store(model_path: Path, k: str, rep: Report) -> Optional[Path]:
     """Save a report under its key, then keep only the latest KEEP entries for this model file.
 
@@ -248,6 +331,7 @@ def _store(model_path: Path, k: str, rep: Report) -> Path:
     p = _entry_path(model_path, k)
     data = serialize.to_dict(rep)
     data[SOURCES_KEY] = fingerprints(rep)
+    data[INDUCTOR_KEY] = inductor_state(rep)
     # compact: an entry is read by tcinspect, not by people, and a 10,000-node report is written in
     # 0.1 s instead of 0.6 s
     outfile.write(p, serialize.dump_data(data, "json", compact=True))

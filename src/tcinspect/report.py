@@ -248,10 +248,12 @@ class OutputCode:
     part: str  # forward | backward | inference
     wrapper: str  # inductor_output_code: the whole generated module
     kernels: tuple[Kernel, ...] = ()
-    post_grad_graph: Optional[Graph] = None  # inductor_post_grad_graph
+    post_grad_graph: Optional[Graph] = None  # inductor_post_grad_graph (after_post_grad_graph in 2025 nightlies)
     cache: str = ""  # fx graph cache: hit | miss | bypass | ""
     #: inductor_collective_schedule: the collectives in the order Inductor scheduled them (op names), when any
     collective_schedule: tuple[str, ...] = ()
+    #: why some kernels' provenance is ``unknown`` (Inductor stated no node mapping), then its fix: "" when none is
+    unknown_provenance: str = ""
 
 
 @dataclass(frozen=True)
@@ -685,9 +687,16 @@ class Report:
     #: What each AOT forward graph saves for backward, Inductor's peak estimates, and (on a GPU) the measured
     #: peaks (``tcinspect memory``); None when no graph has a backward.
     memory: Optional[Memory] = None
+    #: The compiled graphs the process ran, in order: each call's compile id ("?" where torch gave none), from
+    #: Inductor's ``graph_execution`` record (``torch._inductor.debug.record_and_log_graph_execution_order``);
+    #: () when torch logged none.
+    graph_execution_order: tuple[str, ...] = ()
     #: A distributed run: where its ranks differ, found as the ranks were merged (``parse.merge``). Derived
     #: from ``ranks``, so compared through them.
     divergence: tuple[Divergence, ...] = field(default=(), compare=False)
+    #: A TORCH_TRACE directory: signs that its rank logs are not one run's (another day, another torch or
+    #: script, copies), found as the ranks were merged from their ``origin``. Derived, so compared through them.
+    mixed_runs: tuple[MixedRun, ...] = field(default=(), compare=False)
 
     @property
     def summary(self) -> Summary:
@@ -772,6 +781,38 @@ class DdpSplit:
 
 
 @dataclass(frozen=True)
+class LogOrigin:
+    """What a rank's TORCH_TRACE log says of the process that wrote it: compared across ranks to tell logs of
+    one run from logs of several (``Report.mixed_runs``)."""
+
+    #: its first record's date and time as glog writes it, "MM-DD HH:MM:SS.ffffff" (the writer's local time, no year)
+    started: str = ""
+    pid: int = 0  # the writer's process id (the glog prefix's)
+    #: the rank its records state (torch adds ``"rank": N`` once the process group is up); None where none does
+    records_rank: Optional[int] = None
+    torch_version: str = ""  # compilation_metrics' pytorch_version; "" where torch did not log it
+    #: where torch's own code logged each of a few events ("dynamo_start torch/_dynamo/convert_frame.py:231"):
+    #: another line is another torch build, even where no version was logged
+    torch_lines: tuple[str, ...] = ()
+    #: the outermost frame of its first compile's stack ("/home/u/train.py:191"): where the script started it
+    script: str = ""
+    size: int = 0  # bytes of log text (gunzipped)
+    crc32: str = ""  # of the log text, 8 hex digits
+
+
+@dataclass(frozen=True)
+class MixedRun:
+    """A sign that the rank logs of a directory are not one run's: what differs, and which ranks have what."""
+
+    #: started (first records an hour or more apart) | torch (another version, or another build's source lines)
+    #: | script (another line of the script started the first compile) | process (one process wrote several
+    #: ranks' logs) | copy (identical log text) | rank (the records state another rank than the file's)
+    what: str
+    #: the ranks of each kind ("process", "copy", "rank": only the ranks concerned)
+    groups: tuple[RankGroup, ...]
+
+
+@dataclass(frozen=True)
 class RankReport:
     """One rank of a distributed run: how it ended, and its own stages."""
 
@@ -791,6 +832,10 @@ class RankReport:
     compile_time: Optional[CompileTime] = None
     #: TORCH_TRACE directories: the log this rank was read from (its name below the directory).
     log: str = ""
+    #: TORCH_TRACE directories: what that log says of the process that wrote it (None for an ``--nproc`` rank).
+    origin: Optional[LogOrigin] = None
+    #: The compiled graphs this rank ran, in order (``Report.graph_execution_order``); () when torch logged none.
+    graph_execution_order: tuple[str, ...] = ()
 
     @property
     def summary(self) -> Summary:
@@ -814,7 +859,8 @@ class Divergence:
     #: The compile id ("0/0"); "" for the run as a whole (e.g. one rank crashed).
     compile_id: str
     #: status | compile | graph | graph_breaks | guards | recompiles | kernels | ddp_split | cache (the FX
-    #: graph and AOTAutograd cache outcomes of a compile the ranks agree on) | compile_ids (of the run)
+    #: graph and AOTAutograd cache outcomes of a compile the ranks agree on) | compile_ids (of the run) |
+    #: execution_order (of the run: the first place where ranks ran their compiled graphs in another order)
     aspect: str
     groups: tuple[RankGroup, ...]
 
@@ -1015,7 +1061,7 @@ class CompileTiming:
 class CompileTimeFinding:
     """Something in the compile time that can be fixed, with what to do."""
 
-    kind: str  # recompile | cache_bypass | cold_compile | compile_threads | restart | autotune
+    kind: str  # recompile | cache_bypass | cold_compile | cold_cache | compile_threads | restart | autotune
     compile_id: str
     seconds: float  # the time at stake
     message: str

@@ -23,7 +23,8 @@ class Obtained:
     report: Report
     #: "" when freshly captured; else where the report came from, for a line on stderr.
     note: str = ""
-    #: a TORCH_TRACE log's parse problems, as one warning line for stderr ("" when none)
+    #: a TORCH_TRACE log's parse problems, and rank logs of more than one run, as warning lines for stderr ("" when
+    #: none; the line after the first starts with ``tcinspect: warning:`` itself)
     warning: str = ""
 
 
@@ -135,11 +136,13 @@ def _files_read(rep: Report) -> str:
 
 
 def _warning(rep: Report) -> str:
-    if rep.parse is None or not rep.parse.damaged:
-        return ""
+    """What the parser did not understand, and whether the rank logs are one run's: a warning line each."""
+    from tcinspect.analysis.divergence import mixed_runs_text
     from tcinspect.analysis.parse_health import parse_warning
 
-    return parse_warning(rep)
+    said = [parse_warning(rep)] if rep.parse is not None and rep.parse.damaged else []
+    said += [mixed_runs_text(rep.mixed_runs)] if rep.mixed_runs else []
+    return "\ntcinspect: warning: ".join(said)
 
 
 def _one_rank(rep: Report, rank: int, file: str) -> Report:
@@ -242,8 +245,10 @@ def _resolve(request: Request) -> Obtained:
             entry = None  # a CUDA capture that measured no peaks cannot answer a request to measure them
         if entry is not None:
             differs = recorded_options_note(entry.report.options, options)
+            # current: the files it traced and what the user's Inductor cache holds for its look-ups are as they were
             return Obtained(entry.report, f"reusing the current report of {file} ({entry.describe()}"
-                                          f"{'; ' + differs if differs else ''}; --fresh to recompile)")
+                                          f"{'; ' + differs if differs else ''}; its traced files and your Inductor "
+                                          "cache unchanged; --fresh to recompile cold)")
 
     if not request.fresh:
         _check_inductor_cache_dir()

@@ -103,6 +103,16 @@ def ranks_text(ranks: Sequence[int]) -> str:
     return ("rank " if len(nums) == 1 else "ranks ") + ", ".join(spans)
 
 
+def ranks_cut(ranks: Sequence[int], spans: int) -> str:
+    """``ranks 0-4, 6-12, … (896 ranks)``: ``ranks_text`` cut to ``spans`` spans, for a line or a table cell."""
+    text = ranks_text(ranks)
+    head, _, rest = text.partition(" ")
+    parts = rest.split(", ")
+    if len(parts) <= spans:
+        return text
+    return f"{head} {', '.join(parts[:spans])}, … ({len(ranks)} ranks)"
+
+
 # ----------------------------------------------------------------------------- dynamic shapes
 
 

@@ -17,6 +17,7 @@ from tcinspect.analysis.divergence import (
     TELLING_ASPECTS,
     break_line,
     compile_order,
+    consequence,
     describe,
     first_compile,
 )
@@ -561,8 +562,10 @@ def divergence_findings(model: str, rep: Report) -> list[Any]:
         here = [d for d in divs if d.compile_id == first]
         lead = min(here, key=lambda d: TELLING_ASPECTS.index(d.aspect) if d.aspect in TELLING_ASPECTS else len(TELLING_ASPECTS))
         later = sorted({d.compile_id for d in divs if d.compile_id and d.compile_id != first}, key=compile_order)
-        message = (f"ranks diverge first at compile {first} ({', '.join(d.aspect for d in here)}): "
-                   + describe(lead).split("): ", 1)[1]
+        # what the job feels first (a compile, collectives or graphs only some ranks run), then where ranks first differ
+        said = consequence(rep, divs)
+        message = ((f"ranks diverge: {said}; first at compile " if said else "ranks diverge first at compile ")
+                   + f"{first} ({', '.join(d.aspect for d in here)}): " + describe(lead).split("): ", 1)[1]
                    + (f"; later compiles differ too: {', '.join(later)}" if later else ""))
         file, line = break_line(rep.ranks, first) if lead.aspect == "graph_breaks" else (rep.target.path, 0)
         out.append(Finding(model, "rank divergence", "fail", message, file, line))

@@ -10,17 +10,18 @@ from dataclasses import replace
 from typing import Any
 
 from tcinspect.analysis import collectives
+from tcinspect.derived.divergence import NOT_COMPILED, guard_key, masked_identity
 from tcinspect.derived.divergence import compile_order as compile_order
 from tcinspect.derived.divergence import divergences as divergences
-from tcinspect.derived.divergence import guard_key
+from tcinspect.derived.ids import masked
+from tcinspect.derived.runs import mixed_runs_text as mixed_runs_text
 from tcinspect.report import (
     OK,
     Divergence,
     RankReport,
     Report,
-    break_identity,
 )
-from tcinspect.vocabulary import ranks_text
+from tcinspect.vocabulary import ranks_cut, ranks_text
 
 # ----------------------------------------------------------------------------- per-rank views
 
@@ -53,6 +54,9 @@ def document(rep: Report, build: Callable[[Report], dict[str, Any]]) -> dict[str
     doc["ranks"] = [{"rank": r.rank, "status": r.status, "error": r.error,
                      **{k: v for k, v in build(rank_report(rep, r)).items() if k not in shared}} for r in rep.ranks]
     doc["divergence"] = [serialize_divergence(d) for d in rep.divergence]
+    if rep.mixed_runs:  # rank logs of more than one run (the warning on stderr says so too)
+        doc["mixed_runs"] = [{"what": m.what, "groups": [{"ranks": list(g.ranks), "value": g.value} for g in m.groups]}
+                             for m in rep.mixed_runs]
     return doc
 
 
@@ -86,6 +90,66 @@ def describe(d: Divergence) -> str:
 def first_compile(divs: Sequence[Divergence]) -> str:
     """The first compile id where ranks differ ('' if they differ only in how the run ended)."""
     return next((d.compile_id for d in divs if d.compile_id), "")
+
+
+#: spans of a rank list, compile ids and groups said in the consequence line before it is cut
+_SAID = 4
+
+
+def _ranks_cut(ranks: Sequence[int]) -> str:
+    return ranks_cut(ranks, _SAID)
+
+
+def _ids_cut(cids: Sequence[str]) -> str:
+    return ", ".join(cids) if len(cids) <= _SAID else f"{', '.join(cids[:_SAID])}, … ({len(cids)} compiles)"
+
+
+def consequence(rep: Report, divs: Sequence[Divergence]) -> str:
+    """What the ranks' divergence does to the job, in one line: the compiles one group of ranks made and another
+    did not, the collectives each group's compiled graphs run (a collective only some ranks of its group issue
+    hangs a live job), the compiles whose graphs differ. "" where ranks differ only in what they check or how they
+    generate code (guards, recompile reasons, kernels, caches)."""
+    said: list[str] = []
+    # compiles some finished ranks made and others did not, by which ranks lack them
+    lacking: dict[tuple[tuple[int, ...], tuple[int, ...]], list[str]] = {}
+    functions: dict[tuple[tuple[int, ...], tuple[int, ...]], list[str]] = {}
+    for d in divs:
+        if d.aspect != "compile":
+            continue
+        have = tuple(sorted(r for g in d.groups if g.value != NOT_COMPILED for r in g.ranks))
+        lack = tuple(sorted(r for g in d.groups if g.value == NOT_COMPILED for r in g.ranks))
+        lacking.setdefault((lack, have), []).append(d.compile_id)
+        fn = next((g.value.removeprefix("compiled ") for g in d.groups if g.value != NOT_COMPILED), "")
+        if fn and fn != "compiled" and fn not in functions.setdefault((lack, have), []):
+            functions[(lack, have)].append(fn)
+    for (lack, have), cids in list(lacking.items())[:2]:
+        fns = functions.get((lack, have), [])
+        said.append(f"{_ranks_cut(lack)} did not compile {_ids_cut(cids)}"
+                    + (f" ({', '.join(fns[:_SAID])})" if fns else "") + f", which {_ranks_cut(have)} compiled")
+    # the collectives of each rank's compiled graphs: ranks that compiled alike share their parts, counted once
+    counted: dict[tuple[int, int, int], int] = {}
+    by_count: dict[int, list[int]] = {}
+    for r in rep.ranks:
+        part = (id(r.stages.dynamo), id(r.stages.aot_autograd), id(r.stages.inductor))
+        if part not in counted:
+            counted[part] = len(collectives.of_stages(r.stages))
+        by_count.setdefault(counted[part], []).append(r.rank)
+    hang = " (a collective that only some ranks of its group issue hangs a live job)"
+    if len(by_count) > 1:
+        groups = sorted(by_count.items(), key=lambda kv: kv[1][0])
+        counts = [f"{_ranks_cut(ranks)} {'runs' if len(ranks) == 1 else 'run'} {n}" for n, ranks in groups[:_SAID]]
+        said.append(f"{counts[0]} collective{'' if groups[0][0] == 1 else 's'} in the compiled graphs, "
+                    + ", ".join(counts[1:]) + (", …" if len(groups) > _SAID else "") + hang)
+    else:
+        cids = sorted({d.compile_id for d in divs if d.aspect == "collectives"}, key=compile_order)
+        if cids:
+            said.append(f"ranks run different collectives at compile {_ids_cut(cids)}{hang}")
+    # the first compile's differing aspects are named after this line: its graph is not said twice
+    first = first_compile(divs)
+    graphs = sorted({d.compile_id for d in divs if d.aspect == "graph" and d.compile_id != first}, key=compile_order)
+    if graphs:
+        said.append(f"ranks compiled different graphs at compile {_ids_cut(graphs)}")
+    return "; ".join(said)
 
 
 def rank_values(rep: Report) -> list[tuple[RankReport, dict[str, Any]]]:
@@ -122,15 +186,15 @@ def compile_spread(rep: Report) -> str:
 
 
 def breaks_key(rep: Report) -> Any:
-    """What the `breaks` view of a rank shows: ranks with the same key are shown once."""
+    """What the `breaks` view of a rank shows: ranks with the same key are shown once (object ids masked)."""
     dyn = rep.stages.dynamo
     return (tuple(g.graph.op_count for g in dyn.graphs),
-            tuple((b.compile_id, break_identity(b)) for b in dyn.graph_breaks))
+            tuple((b.compile_id, masked_identity(b)) for b in dyn.graph_breaks))
 
 
 def guards_key(rep: Report) -> Any:
     """What the `guards` view of a rank shows, with object ids (which differ per process) masked."""
     dyn = rep.stages.dynamo
     return (tuple((g.compile_id, frozenset(guard_key(x) for x in g.guards)) for g in dyn.graphs),
-            tuple((r.compile_id, r.reasons) for r in dyn.recompiles))
+            tuple((r.compile_id, tuple(masked(x) for x in r.reasons)) for r in dyn.recompiles))
 

@@ -318,13 +318,15 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
         rep = serialize.from_dict(data["report"])
         return (RankReport(rank=files.rank, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                            stages=rep.stages, compiles=rep.compiles, calls=rep.calls, input_errors=rep.input_errors,
-                           ddp_splits=splits, compile_time=rep.compile_time), rep)
+                           ddp_splits=splits, compile_time=rep.compile_time,
+                           graph_execution_order=rep.graph_execution_order), rep)
     if data is not None and "error" in data:
         err = data["error"]
         text = TcinspectError(str(err.get("cause", "")), str(err.get("fix", ""))).one_line()
         recorded = _from_events(events, path, model_name, options)
         return (RankReport(rank=files.rank, status="error", error=text, device=options.device, stages=recorded.stages,
-                           compiles=recorded.compiles, ddp_splits=splits, compile_time=recorded.compile_time), None)
+                           compiles=recorded.compiles, ddp_splits=splits, compile_time=recorded.compile_time,
+                           graph_execution_order=recorded.graph_execution_order), None)
     fault, stopped = _read_text(files.fault), _read_text(files.stopped)
     fatal = _FATAL.search(fault)
     if not files.pid.exists():
@@ -343,7 +345,7 @@ def read_rank(files: RankFiles, path: Path, model_name: str, options: Options, t
     partial = _from_events(events, path, model_name, options, f"rank {files.rank} {status}: {why}")
     return RankReport(rank=files.rank, status=status, error=why, where=where, device=options.device,
                       stages=partial.stages, compiles=partial.compiles, ddp_splits=splits,
-                      compile_time=partial.compile_time), None
+                      compile_time=partial.compile_time, graph_execution_order=partial.graph_execution_order), None
 
 
 def _from_events(events: list, path: Path, model_name: str, options: Options, why: str = "") -> Report:

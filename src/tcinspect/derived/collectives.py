@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from tcinspect.derived import ids
 from tcinspect.report import Graph, Stages
 from tcinspect.vocabulary import static_nbytes
 
@@ -36,8 +37,9 @@ class Collective:
 
     @property
     def key(self) -> tuple[str, str, str, str, tuple[str, ...]]:
-        """What two ranks must agree on."""
-        return (self.part, self.kind, self.group, self.dtype, self.shape)
+        """What two ranks must agree on: its text without object ids or the rank's own GPU index (its sizes as
+        they are)."""
+        return (self.part, self.kind, ids.masked(self.group), ids.device_masked(ids.masked(self.dtype)), self.shape)
 
     @property
     def nbytes(self) -> Optional[int]:

@@ -15,11 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from tcinspect.derived import cachekeys, collectives
+from tcinspect.derived.ids import ADDRESS, DEVICE_INDEX, masked
 from tcinspect.report import OK, Divergence, GraphBreak, OutputCode, RankGroup, RankReport, break_identity
 from tcinspect.vocabulary import outcome
 
 #: Ranks whose run finished: a compile they lack is a divergence, not a rank that stopped early.
 _FINISHED = ("ok", "failed", "error")
+#: what a ``compile`` divergence says of the ranks that lack the compile
+NOT_COMPILED = "not compiled"
 
 
 def divergences(ranks: Sequence[RankReport], keys: Optional[Mapping[int, RankKeys]] = None) -> tuple[Divergence, ...]:
@@ -72,6 +75,7 @@ def divergences(ranks: Sequence[RankReport], keys: Optional[Mapping[int, RankKey
     d = _diverging("", "compile_ids", ids, lambda r: _compile_ids_text(ids[r]))
     if d is not None:
         out.append(d)
+    out.extend(execution_order(ranks))
     out = [_describe_collectives(d, view) if d.aspect == "collectives" else d for d in out]
     out = [_describe_cache(d, view) if d.aspect == "cache" else d for d in out]
     if not any(d.aspect == "guards" for d in out):
@@ -79,8 +83,34 @@ def divergences(ranks: Sequence[RankReport], keys: Optional[Mapping[int, RankKey
     return tuple(_describe_guards(d, view) if d.aspect == "guards" else d for d in out)
 
 
+def execution_order(ranks: Sequence[RankReport]) -> tuple[Divergence, ...]:
+    """The first run at which ranks ran different compiled graphs (``graph_execution_order``), each group of ranks
+    shown with the graph it ran there; () when they ran them in one order. Only the ranks that recorded an order
+    are compared: torch records it only inside ``record_and_log_graph_execution_order()``."""
+    orders = {r.rank: r.graph_execution_order for r in ranks if r.graph_execution_order}
+    if len(orders) < 2:
+        return ()
+    by_rank = {r.rank: r for r in ranks}
+    at = next((i for i in range(max(len(o) for o in orders.values()))
+               if len({o[i] if i < len(o) else None for o in orders.values()}) > 1), None)
+    if at is None:
+        return ()
+
+    def text(rank: int) -> str:
+        order = orders[rank]
+        shown = [f"[{g}]" if i == at else g for i, g in enumerate(order[max(0, at - 3):at + 4], max(0, at - 3))]
+        around = ("… " if at > 3 else "") + " ".join(shown) + (" …" if at + 4 < len(order) else "")
+        if at >= len(order):
+            return _clip(f"no run {at + 1}: ran {len(order)} graphs · order {around}")
+        function = next((g.function for g in by_rank[rank].stages.dynamo.graphs if g.compile_id == order[at]), "")
+        return _clip(f"run {at + 1} of {len(order)}: {order[at]}{' ' + function if function else ''} · order {around}")
+
+    d = _diverging("", "execution_order", {r: o[at] if at < len(o) else None for r, o in orders.items()}, text)
+    return (d,) if d is not None else ()
+
+
 def _presence(view: Callable[[int], _RankView], cid: str, compiled: Mapping[int, str], rank: int) -> str:
-    return f"compiled {view(rank).function(cid)}".strip() if compiled[rank] == "compiled" else "not compiled"
+    return f"compiled {view(rank).function(cid)}".strip() if compiled[rank] == "compiled" else NOT_COMPILED
 
 
 def _text(view: Callable[[int], _RankView], value: Callable[[_RankView, str], tuple[Any, str]], cid: str,
@@ -152,7 +182,7 @@ def _clip(text: str, width: int = 100) -> str:
 
 def _status(r: RankReport) -> tuple[Any, str]:
     text = r.status if r.status == OK else f"{r.status}: {outcome(r)}"
-    return (r.status, r.error, r.where), _clip(text)
+    return (r.status, masked(r.error), r.where), _clip(text)
 
 
 def _graph(v: _RankView, cid: str) -> tuple[Any, str]:
@@ -161,7 +191,8 @@ def _graph(v: _RankView, cid: str) -> tuple[Any, str]:
         return None, "no graph"
     nodes = g.graph.nodes
     # a DTensor's annotation names its device ("DTensor(f32[256, 64][64, 1]cuda:1, S(0))"): each rank's own GPU
-    key = tuple((n.op, n.target, _DEVICE_INDEX.sub("#", n.dtype), n.shape) for n in nodes)
+    # the shape's sizes are compared as they are: only text is masked
+    key = tuple((n.op, masked(n.target), _DEVICE_INDEX.sub("#", n.dtype), n.shape) for n in nodes)
     calls = [n.target.rsplit(".", 1)[-1] for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     inputs = ", ".join(f"{n.dtype}[{', '.join(n.shape)}]" for n in nodes if n.op == "placeholder" and n.dtype)
     text = _clip(f"{g.graph.op_count} ops: {', '.join(calls)}", 90)
@@ -172,18 +203,21 @@ def _breaks(v: _RankView, cid: str) -> tuple[Any, str]:
     items = v.breaks.get(cid, [])
     if not items:
         return (), "no graph break"
-    key = tuple(sorted({break_identity(b) for b in items}))
+    key = tuple(sorted({masked_identity(b) for b in items}))
     text = "; ".join(f"{b.break_type} at {b.user_frame.short() if b.user_frame else '?'}" for b in items)
     return key, _clip(text)
 
 
-# object ids and addresses in guards (ID_MATCH, TYPE_MATCH, ...) differ from process to process: a number of
-# 7+ digits on its own, or of 10+ digits inside a name (DTensor's `__dtensor_spec_139896369303040`, an opaque
-# guard's `___check_opaque_guard_fn_139896369310720_c0/0`), and hex addresses
-_ADDRESS = re.compile(r"\b\d{7,}\b|(?<!\d)\d{10,}(?!\d)|0x[0-9a-fA-F]{6,}")
-# each rank runs on its own GPU, so a tensor guard's device index differs by design: TENSOR_MATCH
-# prints it as "device=1" (torch 2.11-2.15), a device as "cuda:1"
-_DEVICE_INDEX = re.compile(r"(?<=device=)\d+|(?<=cuda:)\d+")
+def masked_identity(b: GraphBreak) -> tuple[str, str, int, str]:
+    """A graph break's identity (``break_identity``) as ranks compare it: its text without object ids."""
+    kind, file, line, function = break_identity(b)
+    return masked(kind), masked(file), line, masked(function)
+
+
+# object ids and addresses differ from process to process, and each rank's GPU index by design: every key
+# below is compared without them (derived/ids.py), while the text shown keeps them
+_ADDRESS = ADDRESS
+_DEVICE_INDEX = DEVICE_INDEX
 _KEYSET = re.compile(r"DispatchKeySet\([^)]*\),\s*")
 
 
@@ -208,12 +242,14 @@ def _recompiles(v: _RankView, cid: str) -> tuple[Any, str]:
     r = v.recompiles.get(cid)
     if r is None:
         return None, "no recompile"
-    return r.reasons, _clip("recompiled: " + ("; ".join(r.reasons) or "(PyTorch gave no reason)"))
+    # a reason names the object whose id changed (``___check_obj_id(fn, 140439264606080)``): its id is per process
+    return tuple(masked(x) for x in r.reasons), _clip(
+        "recompiled: " + ("; ".join(r.reasons) or "(PyTorch gave no reason)"))
 
 
 def _kernels(v: _RankView, cid: str) -> tuple[Any, str]:
     outs = v.outputs.get(cid, [])
-    key = tuple((o.part, tuple(k.name for k in o.kernels)) for o in outs)
+    key = tuple((o.part, tuple(masked(k.name) for k in o.kernels)) for o in outs)
     names = [k.name for o in outs for k in o.kernels]
     return key, _clip(f"{len(names)} kernels" + (f": {', '.join(names)}" if names else ""))
 
@@ -237,7 +273,7 @@ def _ddp(v: _RankView, cid: str) -> tuple[Any, str]:
     s = v.splits.get(cid)
     if s is None:
         return None, "not split"
-    key = tuple((c.name, c.parameters) for c in s.children)
+    key = tuple((masked(c.name), tuple(masked(p) for p in c.parameters)) for c in s.children)
     return key, _clip(f"{len(s.children)} buckets: " + " | ".join(
         f"{c.name} {len(c.parameters)} params" for c in s.children))
 

@@ -16,6 +16,7 @@ from tcinspect.parse.fxgraph import parse_graph
 from tcinspect.parse.guards import parse_guards, suggest_recompile_fix
 from tcinspect.parse.inductor import aot_id_of, parse_output_code, part_of
 from tcinspect.parse.memo import memoized
+from tcinspect.parse.post_to_pre import POST_TO_PRE_GRAD_NODES, post_to_pre
 from tcinspect.report import (
     FAILED,
     NOT_RUN,
@@ -192,8 +193,11 @@ def collective_schedule(payload: str) -> tuple[str, ...]:
     return tuple(str(x) if x is not None else "?" for x in items) if isinstance(items, list) else ()
 
 
+#: the post-grad graph after Inductor's passes: ``after_post_grad_graph`` is its name on an FX graph cache miss in
+#: torch's nightlies of 2025 (tlparse's corpus), where a hit logged ``inductor_post_grad_graph`` as now
+POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")
 #: the events Inductor's outputs of a compile are read from (besides fx_graph_cache_*, read by name)
-_OUTPUT_EVENTS = frozenset({COLLECTIVE_SCHEDULE, "inductor_post_grad_graph", "inductor_output_code",
+_OUTPUT_EVENTS = frozenset({COLLECTIVE_SCHEDULE, "inductor_output_code", POST_TO_PRE_GRAD_NODES, *POST_GRAD_GRAPHS,
                             *_PROVENANCE_EVENTS})
 
 
@@ -210,12 +214,15 @@ def _outputs(cid: str, records: tuple[tuple[str, str], ...], anchors: Optional[G
     outputs: list[OutputCode] = []
     statements: list[provenance.Statement] = []
     post_grad: Optional[Graph] = None
+    pre_of_post: dict[str, list[str]] = {}  # older torch's inductor_post_to_pre_grad_nodes, before the output code
     caches = [name.rsplit("_", 1)[-1] for name, _ in records if name.startswith("fx_graph_cache_")]
     for name, payload in records:
         if name == COLLECTIVE_SCHEDULE and outputs:  # logged after the output code it describes (compile_fx.py)
             outputs[-1] = replace(outputs[-1], collective_schedule=collective_schedule(payload))
-        elif name == "inductor_post_grad_graph":
-            post_grad = _reanchor(parse_graph("inductor_post_grad_graph", _clean(payload)), anchors)
+        elif name in POST_GRAD_GRAPHS:
+            post_grad = _reanchor(parse_graph(name, _clean(payload)), anchors)
+        elif name == POST_TO_PRE_GRAD_NODES:
+            pre_of_post = post_to_pre(payload)
         elif name == "inductor_output_code":
             wrapper = _clean(payload)
             aot_id = aot_id_of(wrapper)
@@ -223,13 +230,20 @@ def _outputs(cid: str, records: tuple[tuple[str, str], ...], anchors: Optional[G
             outputs.append(OutputCode(compile_id=cid, aot_id=aot_id, part=part_of(aot_id), wrapper=wrapper,
                                       kernels=parse_output_code(wrapper, post_grad, anchors), post_grad_graph=post_grad,
                                       cache=cache))
-            statements.append(provenance.Statement())
-            post_grad = None
+            # the node mapping's postToPre, logged after the output code, replaces what it names
+            statements.append(provenance.Statement(post_to_pre=pre_of_post))
+            post_grad, pre_of_post = None, {}
         elif name in _PROVENANCE_EVENTS and statements:
             # logged after the output code they describe (compile_fx.py and codecache.py, 2.11-2.15)
             provenance.add_event(statements[-1], name, payload)
-    return tuple(replace(o, kernels=provenance.apply(o.kernels, st, o.post_grad_graph))
-                 for o, st in zip(outputs, statements))
+    return tuple(_with_provenance(o, st) for o, st in zip(outputs, statements))
+
+
+def _with_provenance(o: OutputCode, st: provenance.Statement) -> OutputCode:
+    """``o`` with each kernel's stated provenance, and why where some have none."""
+    kernels = provenance.apply(o.kernels, st, o.post_grad_graph)
+    unknown = any(k.provenance == provenance.UNKNOWN for k in kernels)
+    return replace(o, kernels=kernels, unknown_provenance=provenance.unknown_reason(o.cache, st) if unknown else "")
 
 
 _WRAPPER_CALL = re.compile(

@@ -398,6 +398,8 @@ def _with_function(t: CompileTiming, function: str) -> CompileTiming:
 
 #: A phase group taking at least this share of all compile time is worth a finding.
 SHARE = 0.25
+#: FX graph cache misses that took at least this long to compile (and 10% of compile time) are worth a finding.
+WARM_S = 1.0
 
 
 def findings(ct: CompileTime, recompiles: Sequence[Recompile] = ()) -> tuple[CompileTimeFinding, ...]:
@@ -450,6 +452,16 @@ def findings(ct: CompileTime, recompiles: Sequence[Recompile] = ()) -> tuple[Com
                                           round(compile_s, 3),
                                           f"compiling kernels took {compile_s:.2f} s, {100 * compile_s / total:.0f}% "
                                           "of compile time" + (" (cache misses)" if misses else ""), fix))
+        warm = sum(c.cost_s for t in ct.compiles for c in t.caches if c.cache == "fx_graph" and c.state == "miss")
+        if not any(f.kind == "cold_compile" for f in out) and warm >= max(WARM_S, 0.1 * total):
+            # the misses' own compile time, by torch's measure: never "nothing to fix" beside "a warm start would save"
+            n_misses = sum(1 for t in ct.compiles for c in t.caches if c.cache == "fx_graph" and c.state == "miss")
+            out.append(CompileTimeFinding(
+                "cold_cache", "", round(warm, 3),
+                f"{n_misses} FX graph cache miss{'es' if n_misses != 1 else ''} took {warm:.2f} s to compile "
+                f"({100 * warm / total:.0f}% of compile time)",
+                "run once with this TORCHINDUCTOR_CACHE_DIR and keep it: your own torch.compile saves the entries and "
+                "later runs load them (tcinspect's capture saves none of its own, so its reports keep these misses)"))
         autotune = groups.get("autotune", 0.0)
         if autotune / total >= SHARE:
             out.append(CompileTimeFinding("autotune", "", round(autotune, 3),

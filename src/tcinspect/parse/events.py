@@ -62,6 +62,10 @@ PARSED = frozenset({
     "create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization", "guard_added_fast",
     "guard_on_data_dependent_error",
     "precompile_cache_bypass",
+    # parse/graph_execution.py: the order the process ran its compiled graphs
+    "graph_execution", "inductor_graph_execution",
+    # assemble.py: older torch's names of the post-grad graph and of its post-grad -> pre-grad node provenance
+    "after_post_grad_graph", "inductor_post_to_pre_grad_nodes",
 })
 
 #: Every other event torch 2.11-2.15 logs, which tcinspect knowingly does not read: the literal names of
@@ -81,8 +85,8 @@ KNOWN_UNREAD = frozenset({
     "dynamo_guards", "dynamo_side_effects", "eager_compile_backwards_failure", "export", "exported_program",
     "expression_created", "fx_bucketing_passes_all_gather_buckets", "fx_bucketing_passes_reduce_scatter_buckets",
     "fx_compute_nodes_runtime_estimation", "fx_graph_bundled_cache_hit", "fx_graph_runnable", "fx_interpreter_error",
-    "fx_net_acc_splitter_finder_events", "get_extra_remote_code_state", "graph_dump", "graph_execution",
-    "guard_added", "inductor_aot_header_code",
+    "fx_net_acc_splitter_finder_events", "get_extra_remote_code_state", "graph_dump", "guard_added",
+    "inductor_aot_header_code",
     "inductor_aot_kernel_code", "inductor_aot_wrapper_code", "inductor_autotune_at_compile_time_code",
     "inductor_fx_passes_overlap_bucketing", "inductor_input_graph",
     "inductor_overlap_cyclic_extra_deps", "inductor_runtime_and_tensor_meta", "inductor_spmd_graph_mismatch",
@@ -103,6 +107,10 @@ KNOWN_UNREAD = frozenset({
     "output_alias_wrapper", "mutation_epilogue", "subclass_wrapper", "backward_subclass_unwrap",
     "backward_subclass_wrapper", "functionalized_rng_wrapper", "effect_tokens_wrapper", "dedup_wrapper",
     "synthetic_base_wrapper",
+    # older torch's names (2025 nightlies, tlparse's corpus) of what tcinspect reads under the current name or not
+    # at all: the pre-grad graph (before_pre_grad_graph), and each kernel's post-grad nodes, which the node
+    # mapping logged right after it holds too (cppCodeToPost of inductor_provenance_tracking_node_mappings)
+    "inductor_pre_grad_graph", "inductor_triton_kernel_to_post_grad_nodes",
 })
 #: Names torch builds at run time: cache outcomes (hit, miss, bypass), bytecode of each compiled
 #: frame, pattern-matcher and fusion passes, profile-guided code state, memory planning.

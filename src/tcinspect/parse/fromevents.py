@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, cudagraphs, guardcost, provenance, regions, shapes
+from tcinspect.parse import assemble, cudagraphs, graph_execution, guardcost, provenance, regions, shapes
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse import compile_time as compile_time_events
 from tcinspect.parse import memory as memory_mod
@@ -54,7 +54,7 @@ def report_from_events(
     Report.parse counts what was not understood: unknown events, unreadable artifacts, and ``source``'s."""
     start = time.perf_counter()
     shape_section, shapes_unread = shapes.build(events)
-    unreadable = {**provenance.unreadable(events), **shapes_unread}
+    unreadable = {**provenance.unreadable(events), **shapes_unread, **graph_execution.unreadable(events)}
     skips_unread = cudagraphs.unreadable(events)
     if skips_unread:
         unreadable[cudagraphs.SKIP_ARTIFACT] = skips_unread
@@ -98,6 +98,7 @@ def report_from_events(
         guard_cost=guardcost.build(events),
         regions=regions.build(events, stages, metrics),
         memory=memory_mod.build(events, stages),
+        graph_execution_order=graph_execution.build(events),
     )
 
 

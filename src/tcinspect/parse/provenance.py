@@ -5,8 +5,11 @@ torch version gives) and tcinspect's own ``tcinspect_provenance`` record of the 
 import: recorded traces and saved events go through the same functions.
 
 A kernel whose node list Inductor stated is ``provenance: inductor``. One for which no statement exists
-(tracking off, an older recorded trace, a backward graph taken from the FX graph cache with no stored
-record, a malformed artifact) keeps the wrapper-comment reading and is marked ``provenance: inferred``.
+(tracking off, an older recorded trace, code loaded from a cache entry the user's own untracked run saved that
+tcinspect never saw compiled, a malformed artifact) is ``provenance: unknown``: no source nodes, Dynamo nodes,
+modules or user lines, never the wrapper comments' names (in a forward those are Dynamo's pre-grad nodes, not
+the post-grad nodes the kernel computes). Its output says why and what gives the answer (``unknown_reason``).
+Reports saved before kept the comment reading as ``provenance: inferred``; they read back as they were.
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 OWN = PROVENANCE_ARTIFACT
 
 INDUCTOR = "inductor"
+UNKNOWN = "unknown"
+#: what reports saved before ``unknown`` called a kernel read from the wrapper's comments (still read and shown)
 INFERRED = "inferred"
+#: the provenance values of a kernel whose nodes Inductor did not state
+UNSTATED = (UNKNOWN, INFERRED)
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)(?:\n(?P<code>[^\n]*))?')
 
@@ -197,7 +204,11 @@ def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]
         nodes = st.kernels.get(key) if key else None
         stacks = st.stacks.get(key) if key else None
         if nodes is None:
-            changes: dict[str, Any] = {"provenance": INFERRED}
+            # no statement: nothing of the comment reading is kept (a user Triton kernel's own file is no mapping)
+            changes: dict[str, Any] = {"provenance": UNKNOWN, "source_nodes": (), "dynamo_nodes": (), "modules": (),
+                                       "frames": ()}
+            if k.kind != "user_triton":
+                changes["user_lines"] = ()
         else:
             ordered = sorted(dict.fromkeys(nodes), key=lambda n: (order.get(n, len(order)), n))
             aten = tuple(dict.fromkeys(_aten(targets[n]) for n in ordered
@@ -212,6 +223,21 @@ def apply(kernels: tuple[Kernel, ...], st: Statement, post_grad: Optional[Graph]
             changes["user_lines"] = tuple(dict.fromkeys(f"{t[-1].file}:{t[-1].line}" for t in traces if t))
         out.append(replace(k, **changes))
     return tuple(out)
+
+
+def unknown_reason(cache: str, st: Statement) -> str:
+    """Why the kernels of one output have no stated provenance, and what gives it: "" when every kernel has it.
+
+    One line, the cause then the fix (``cause — fix``), for the report (``OutputCode.unknown_provenance``)."""
+    if st.malformed:
+        return (f"Inductor's provenance artifacts could not be read ({', '.join(dict.fromkeys(st.malformed))}) — "
+                "record the run again, or let tcinspect compile the model")
+    if cache == "hit":
+        return ("loaded from an FX graph cache entry that a run without provenance tracking saved (e.g. your own "
+                "torch.compile), and tcinspect has no record of compiling that code — run with --fresh, which "
+                "compiles in a private cache and leaves yours untouched")
+    return ("Inductor stated no node mapping: the run did not track provenance — record with INDUCTOR_PROVENANCE=1 "
+            "(torch._inductor.config.trace.provenance_tracking_level = 1), or let tcinspect compile the model")
 
 
 # ----------------------------------------------------------------------------- the record store

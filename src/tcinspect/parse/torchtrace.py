@@ -23,11 +23,12 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Optional, Union, cast
 
 from tcinspect import collector
+from tcinspect.derived import runs
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import jsonfast, logfiles, memo, shapes
@@ -38,8 +39,10 @@ from tcinspect.report import (
     EventCount,
     Graph,
     IgnoredFile,
+    LogOrigin,
     Options,
     ParseHealth,
+    RankReport,
     Report,
     Stages,
     Target,
@@ -57,6 +60,10 @@ _BLOCK = 1 << 20
 _WITH_PAYLOAD = ev_mod.PARSED | {ev_mod.CHROMIUM_EVENT, ev_mod.BACKEND_INPUTS_ARTIFACT, ev_mod.PASS_ARTIFACT,
                                  ev_mod.PROVENANCE_ARTIFACT, ev_mod.PER_CALL_ARTIFACT}
 _CACHE_EVENT = re.compile(r"(fx_graph|aotautograd)_cache_\w+")
+#: events whose first record's logging line (the glog prefix's file:line) a log's LogOrigin keeps
+ORIGIN_EVENTS = frozenset(runs.ORIGIN_EVENTS)
+#: the glog prefix's fields: month, day, time, pid, the logging file:line
+_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC](\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d{6}) +(\d+) ([^\]\n]*:\d+)\]")
 #: a CUDA tensor in a guard (its dispatch keys) or in Inductor's wrapper (its device, its stream)
 _CUDA = re.compile(r"DispatchKeySet\(CUDA|device\(type='cuda'|device='cuda|get_raw_stream")
 
@@ -72,6 +79,11 @@ class LogHealth:
     bytes_read: int = 0
     #: the file does not end with a newline: its last record was cut short
     cut_short: bool = False
+    #: what the log says of the process that wrote it (``origin_of``): its first record's glog prefix, the prefix of
+    #: each ``ORIGIN_EVENTS`` event's first record, the first rank a record states
+    first_prefix: bytes = b""
+    emitters: dict[str, bytes] = field(default_factory=dict)
+    records_rank: Optional[int] = None
 
 
 def is_log(path: Union[str, Path]) -> bool:
@@ -115,6 +127,8 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
     head = record if nl < 0 else record[:nl]
     if nl < 0 and (m := _DESCRIBE.match(head)) is not None and (described := _described(head[m.end():])) is not None:
         # what the general way below gives such a record without a payload, without building its JSON
+        if not health.first_prefix:
+            health.first_prefix = head[:m.end()]
         health.records += 1
         if isinstance(described.has_payload, str):  # a payload stated and none logged
             health.truncated_payloads += 1
@@ -129,6 +143,14 @@ def _event(record: bytes, last: bool, strings: dict[int, str], health: LogHealth
         return None
     health.records += 1
     name = ev_mod.event_name(meta)
+    # what the log says of its writer, in a few cheap checks on every record
+    if m is not None and (not health.first_prefix or (name in ORIGIN_EVENTS and name not in health.emitters)):
+        prefix = head[:m.end()]
+        health.first_prefix = health.first_prefix or prefix
+        if name in ORIGIN_EVENTS:
+            health.emitters.setdefault(name, prefix)
+    if health.records_rank is None and name[:9] != "describe_" and isinstance(meta.get("rank"), int):
+        health.records_rank = meta["rank"]  # describe records go the fast way, which reads no rank
     expected = meta.get("has_payload")
     expected = expected if isinstance(expected, str) else None
     payload: Optional[bytes] = None
@@ -310,6 +332,30 @@ def torch_version_of(events: list[Event]) -> str:
     return ""
 
 
+def origin_of(events: list[Event], health: LogHealth) -> LogOrigin:
+    """What a log says of the process that wrote it (``LogOrigin``): its first record's time and pid, the rank its
+    records state, torch's version and own logging lines, the script line of its first compile, its text's size
+    (its CRC-32 is found only where another rank's log may be a copy: ``_checksums``)."""
+    first = _PREFIX.match(health.first_prefix)
+    lines = []
+    for name in sorted(health.emitters):
+        m = _PREFIX.match(health.emitters[name])
+        if m is not None:
+            lines.append(f"{name} {m[5].decode('utf-8', 'replace')}")
+    script = ""
+    start = next((ev for ev in events if ev.name == "dynamo_start"), None)
+    stack = start.meta.get("stack") if start is not None else None
+    # the outermost frame of the script (``python -m`` runs it under runpy's two frames)
+    outer = next((f for f in stack if isinstance(f, dict) and not str(f.get("filename", "")).endswith("runpy.py")),
+                 None) if isinstance(stack, list) else None
+    if outer is not None:
+        script = f"{outer.get('filename', '?')}:{outer.get('line', '?')}"
+    return LogOrigin(
+        started=f"{first[1].decode()}-{first[2].decode()} {first[3].decode()}" if first is not None else "",
+        pid=int(first[4]) if first is not None else 0, records_rank=health.records_rank,
+        torch_version=torch_version_of(events), torch_lines=tuple(lines), script=script, size=health.bytes_read)
+
+
 def device_of(events: list[Event]) -> str:
     """cuda when the guards or generated code name a CUDA tensor; cpu when there are any; else ''."""
     seen = False
@@ -337,6 +383,13 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
     """One log's report (the same function a live capture's events go through) and its DDP splits.
 
     A file with no record at all is an error, except as one rank of a directory (it compiled nothing)."""
+    rep, splits, _ = _log_report(path, shown_as, files_ignored, as_rank)
+    return rep, splits
+
+
+def _log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 0,
+                as_rank: bool = False) -> tuple[Report, tuple[DdpSplit, ...], LogOrigin]:
+    """``log_report``, and what the log says of the process that wrote it."""
     from tcinspect.parse import ddp
     from tcinspect.parse.fromevents import SourceHealth, report_from_events
 
@@ -355,7 +408,7 @@ def log_report(path: Union[str, Path], shown_as: str = "", files_ignored: int = 
         events, target=Target(kind=TARGET_KIND, path=shown_as or str(path)),
         options=Options(backend=backend_of(events), device=device), device=device,
         torch_version=torch_version_of(events), source=source, timings=(("read_s", round(read_s, 4)),))
-    return rep, ddp.splits(events)
+    return rep, ddp.splits(events), origin_of(events, health)
 
 
 #: Report.target.kind of a report read from TORCH_TRACE logs
@@ -363,9 +416,11 @@ TARGET_KIND = "torch_trace"
 
 
 #: one rank's log read, as a pool worker sends it back: (rank, its report without its large parts or why it cannot
-#: be read, its large parts each pickled with a digest of the pickle, and what the divergence of ranks compares of
-#: it (derived.divergence.RankKeys) pickled with its digest, or () where it cannot be read)
-RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...], tuple[bytes, ...]]
+#: be read, its large parts each pickled with a digest of the pickle, what the divergence of ranks compares of
+#: it (derived.divergence.RankKeys) pickled with its digest, or () where it cannot be read, and what the log says of
+#: the process that wrote it, None where it cannot be read)
+RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...], tuple[bytes, ...],
+                  Optional[LogOrigin]]
 
 
 def read_rank(args: tuple[int, str]) -> RankEntry:
@@ -374,9 +429,9 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
     in one process too, where this costs about a tenth of the read and keeps memory to the distinct parts."""
     rank, path = args
     try:
-        rep, splits = log_report(path, as_rank=True)
+        rep, splits, origin = _log_report(path, as_rank=True)
     except TraceLogError as exc:
-        return rank, exc, (), ()
+        return rank, exc, (), (), None
     values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
     pickled = []
     _named.clear()
@@ -398,7 +453,7 @@ def read_rank(args: tuple[int, str]) -> RankEntry:
                 _sent.add(digest)
         parts.append((digest, data))
     _named.clear()
-    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]), parts[-1]
+    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]), parts[-1], origin
 
 
 #: a rank's divergence keys pickled with their digest, by the digests of the parts they follow from: ranks that
@@ -547,7 +602,7 @@ def _read(path: Union[str, Path], rank: Optional[int], jobs: Optional[int]) -> R
         return _with_ignored(log_report(entries[0][1], shown, len(ignored))[0], ignored)
     names = {r: f.name for r, f in found.ranks.items()}
     sizes = {r: f.size for r, f in found.ranks.items()}
-    return merge_ranks(_map(entries, jobs, sizes), shown, ignored, names)
+    return merge_ranks(_map(entries, jobs, sizes), shown, ignored, names, dict(entries))
 
 
 def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
@@ -784,10 +839,11 @@ def _read_here(entries: list[tuple[int, str]]) -> Iterator[RankEntry]:
 
 
 def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
-                names: Mapping[int, str]) -> Report:
+                names: Mapping[int, str], logs: Optional[Mapping[int, str]] = None) -> Report:
     """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
     top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
-    are unpickled and kept once."""
+    are unpickled and kept once. ``logs``: where each rank's log is, to tell copies of one log apart
+    (``_checksums``); without it, such logs are said to come from one process, not to be copies."""
     shared = _received
     shared.clear()
 
@@ -797,13 +853,13 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
         return shared[digest]
 
     try:
-        return _merge_ranks(results, shown_as, ignored, names, part)
+        return _merge_ranks(results, shown_as, ignored, names, part, logs or {})
     finally:
         shared.clear()
 
 
 def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
-                 names: Mapping[int, str], part: Callable[[bytes, bytes], Any]) -> Report:
+                 names: Mapping[int, str], part: Callable[[bytes, bytes], Any], logs: Mapping[int, str]) -> Report:
     from tcinspect.derived.divergence import RankKeys
     from tcinspect.parse.merge import merge
     from tcinspect.report import OK, RankReport
@@ -814,7 +870,7 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
     errors: list[tuple[int, TraceLogError]] = []
     read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
     keys: dict[int, RankKeys] = {}
-    for r, rep, parts, rank_keys in results:
+    for r, rep, parts, rank_keys, origin in results:
         if isinstance(rep, TraceLogError):
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
             errors.append((r, rep))
@@ -826,7 +882,7 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
         stages = Stages(dynamo, aot, inductor)
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
-                                log=names.get(r, "")))
+                                log=names.get(r, ""), origin=origin, graph_execution_order=rep.graph_execution_order))
         if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
             base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
         read.append((r, rep))
@@ -855,4 +911,40 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
                             ignored_files=ignored)
     base = base.replace(target=Target(kind=TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
-    return merge(base, ranks, keys=keys)
+    return merge(base, _checksums(ranks, logs), keys=keys)
+
+
+def _checksums(ranks: list[RankReport], logs: Mapping[int, str]) -> list[RankReport]:
+    """The ranks, those whose log may be a copy of another's (the same size, pid and first record) with a CRC-32 of
+    their log text, read again for it: copies are rare, and hashing every log as it was read cost the
+    reader 7-8% of its time (a 1.8 MB log, 2-core machine)."""
+    alike: dict[tuple[int, int, str], list[int]] = {}
+    for i, r in enumerate(ranks):
+        if r.origin is not None and r.origin.size and r.rank in logs:
+            alike.setdefault((r.origin.size, r.origin.pid, r.origin.started), []).append(i)
+    out = list(ranks)
+    found: dict[Any, str] = {}  # by file: hard links of one file (a benchmark's copies) are read once
+    for same in alike.values():
+        if len(same) < 2:
+            continue
+        for i in same:
+            origin, where = out[i].origin, logs[out[i].rank]
+            assert origin is not None
+            try:
+                st = None if logfiles.is_url(where) else os.stat(where)
+                file = (st.st_dev, st.st_ino) if st is not None else where
+                if file not in found:
+                    found[file] = _crc32(where)
+                out[i] = replace(out[i], origin=replace(origin, crc32=found[file]))
+            except (OSError, EOFError, zlib.error):  # gone since it was read: said to come from one process
+                pass
+    return out
+
+
+def _crc32(path: str) -> str:
+    """The CRC-32 of a log's text (gunzipped), 8 hex digits."""
+    crc = 0
+    with logfiles.open_log(path) as fh:
+        while block := fh.read(_BLOCK):
+            crc = zlib.crc32(block, crc)
+    return f"{crc:08x}"

@@ -18,13 +18,13 @@ from tcinspect.report import Kernel, OutputCode, Report
 def catalog(rep: Report, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
     st = rep.stages.inductor
     parts: list[RenderableType] = [Text(f"{rep.summary.kernels} kernels in {len(st.outputs)} Inductor outputs "
-                                        f"· torch {rep.torch_version} · {rep.device}", style="bold")]
+                                        f"· torch {rep.torch_version or 'unknown'} · {rep.device}", style="bold")]
     for o in st.outputs:
         f = fusion_summary(o)
         cache = f" · FX graph cache {o.cache}" if o.cache else ""
         parts.append(Text(""))
         parts.append(kernel_table(o.kernels, f"{o.compile_id} {o.part} ({o.aot_id}){cache}", buffers=True,
-                                  limit=limit))
+                                  limit=limit, unknown_why=o.unknown_provenance))
         line = Text("  fusion: ", style="bold")
         line.append(f"{f.post_grad_ops} ATen ops in the post-grad graph → {f.kernels} kernels "
                     f"({f.generated_kernels} generated, {f.extern_kernels} extern)")
@@ -36,7 +36,8 @@ def catalog(rep: Report, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
 
 _PROVENANCE = {
     "inductor": "inductor (the nodes Inductor's provenance tracking states for this launch)",
-    "inferred": "inferred (read from the wrapper's comments; Inductor stated no node mapping)",
+    "inferred": "inferred (read from the wrapper's comments by an earlier tcinspect; Inductor stated no node mapping)",
+    "unknown": "unknown (Inductor stated no node mapping for this launch)",
 }
 
 
@@ -50,6 +51,8 @@ def kernel_detail(out: OutputCode, k: Kernel) -> RenderableType:
     meta.add_row("fused ATen ops", ", ".join(k.aten_ops) or "-")
     meta.add_row("source nodes", ", ".join(k.source_nodes) or "-")
     meta.add_row("provenance", _PROVENANCE.get(k.provenance, k.provenance or "-"))
+    if k.provenance == "unknown" and out.unknown_provenance:
+        meta.add_row("why", out.unknown_provenance)
     if k.dynamo_nodes:
         meta.add_row("Dynamo nodes", ", ".join(k.dynamo_nodes))
     if k.modules:
@@ -88,6 +91,8 @@ def query(title: str, matches: list[tuple[OutputCode, int, Kernel]], shares: dic
         nodes = ", ".join(k.source_nodes)
         if k.provenance == "inferred":
             nodes = f"~ {nodes}"
+        elif k.provenance == "unknown":
+            nodes = "?"
         row = [f"{o.compile_id} {o.part}", str(i), compact_lines(k.user_lines), k.name, k.kind, ", ".join(k.modules), nodes]
         if shares:
             share = shares.get((o.compile_id, o.part, i))

@@ -48,6 +48,7 @@ _GRAPHVIZ_MISSING = ("Drawn by tcinspect's own layered layout: Graphviz's <code>
 
 
 _INFERRED = '<i title="inferred from the wrapper: Inductor stated no node mapping">~</i> '
+_UNKNOWN = '<i title="{why}">?</i>'
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
@@ -159,7 +160,7 @@ class _Page:
         what = {"model": f"{t.path}{model}", "script": f"{t.path} (script)"}.get(t.kind, t.model_name or t.path or "callable")
         extras = [f"backend={o.backend}"] + ([f"mode={o.mode}"] if o.mode else []) + \
             (["fullgraph"] if o.fullgraph else []) + ([f"dynamic={o.dynamic}"] if o.dynamic else [])
-        meta = f"torch {rep.torch_version} · {rep.device} · {' '.join(extras)}"
+        meta = f"torch {rep.torch_version or 'unknown'} · {rep.device} · {' '.join(extras)}"
         if rep.tcinspect_version:
             meta += f" · tcinspect {rep.tcinspect_version}"
         nav = "".join(f'<a href="#{k}">{v}</a>' for k, v in (
@@ -354,6 +355,7 @@ class _Page:
             rows.append(f'<tr><td>{i}<td class="kname">{_swatch(ref)}{name}<td>{_e(k.kind)}'
                         f"<td>{_e(', '.join(k.modules))}<td>{_e(', '.join(k.aten_ops))}"
                         f"<td>{_INFERRED if k.provenance == 'inferred' else ''}"
+                        f"{_UNKNOWN.format(why=_e(o.unknown_provenance)) if k.provenance == 'unknown' else ''}"
                         f"{_e(', '.join(k.source_nodes))}"
                         f"<td>{_e(', '.join(x.rsplit('/', 1)[-1] for x in k.user_lines))}<td>{_e(k.numel)}"
                         f"<td>{'<br>'.join(_e(b) for b in k.buffers)}")
@@ -362,7 +364,7 @@ class _Page:
         if o.post_grad_graph is not None:
             pic = self.pictures.get(key)
             parts.append(self.picture(key))
-            parts.append(self.nodes(o.post_grad_graph, pic.kernels if pic else {}, "inductor_post_grad_graph nodes"))
+            parts.append(self.nodes(o.post_grad_graph, pic.kernels if pic else {}, f"{o.post_grad_graph.name} nodes"))
         for i, k in enumerate(o.kernels):
             if k.source:
                 lines = k.source.count("\n") + 1
@@ -618,6 +620,34 @@ def _collectives(rep: Report) -> str:
             f"<th>tensor<th>size<th>node</thead><tbody>{rows}</tbody></table></section>")
 
 
+def _ranks(rep: Report) -> str:
+    """A distributed run: where its ranks differ, as the terminal shows it, and the order each group of ranks ran its
+    compiled graphs in (where torch recorded it)."""
+    if not rep.ranks:
+        return ""
+    from tcinspect.render.ranks import DIVERGENCE_GROUPS, DIVERGENCE_ROWS, ranks_short
+
+    rows = "".join(
+        f"<tr><td>{_e(d.compile_id or 'run') if i == 0 else ''}<td>{_e(d.aspect) if i == 0 else ''}"
+        f"<td>{_e(ranks_short(g.ranks))}<td>{_e(g.value)}"
+        for d in rep.divergence[:DIVERGENCE_ROWS] for i, g in enumerate(d.groups[:DIVERGENCE_GROUPS]))
+    more = len(rep.divergence) - DIVERGENCE_ROWS
+    divergence = (f"<table><thead><tr><th>compile<th>what<th>ranks<th>had</thead><tbody>{rows}</tbody></table>"
+                  + (f'<p class="note">… {more} more divergences (YAML/JSON have every one).</p>' if more > 0 else "")
+                  if rows else '<p class="meta">none: every rank compiled the same</p>')
+    orders: dict[tuple[str, ...], list[int]] = {}
+    for r in rep.ranks:
+        if r.graph_execution_order:
+            orders.setdefault(r.graph_execution_order, []).append(r.rank)
+    order = "".join(f"<tr><td>{_e(ranks_short(ranks))}<td class=num>{len(o)}<td>{_e(' '.join(o))}"
+                    for o, ranks in orders.items())
+    order_table = ("<h3>Graph execution order</h3><p class=\"meta\">each compiled graph a rank ran, in order, by "
+                   "compile id (torch's <code>graph_execution</code> record)</p><table><thead><tr><th>ranks<th>runs"
+                   f"<th>compiled graphs run</thead><tbody>{order}</tbody></table>" if order else "")
+    return (f'<section id="ranks"><h2>Ranks · {len(rep.ranks)}</h2><h3>Divergence</h3>{divergence}{order_table}'
+            "</section>")
+
+
 def _shapes(rep: Report) -> str:
     from tcinspect.render.shapes import section_html
 
@@ -664,7 +694,7 @@ def _pygments_css() -> str:
 def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> str:
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
-    body = [page.header(), "<main>", page.summary(), page.dynamo(), page.guards(), page.breaks(), page.aot(),
+    body = [page.header(), "<main>", page.summary(), _ranks(rep), page.dynamo(), page.guards(), page.breaks(), page.aot(),
             page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep),
             _memory(rep), _caches(rep)]
     if page.plain_code:
@@ -675,7 +705,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     body.append('<noscript><p class="note">Large tables and code blocks are inserted when opened, which needs '
                 "JavaScript.</p></noscript>")
     body.append(f"<footer>Written by tcinspect{' ' + _e(rep.tcinspect_version) if rep.tcinspect_version else ''} "
-                f"from a report of torch {_e(rep.torch_version)}. Self-contained: this page loads nothing else."
+                f"from a report of torch {_e(rep.torch_version or 'unknown')}. Self-contained: this page loads nothing else."
                 "</footer>")
     t = rep.target
     title = f"tcinspect · {(t.path or t.model_name or 'report').rsplit('/', 1)[-1]}"

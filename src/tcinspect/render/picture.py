@@ -176,7 +176,7 @@ def pictures(rep: Report) -> list[Picture]:
     for o in rep.stages.inductor.outputs:
         if o.post_grad_graph is not None:
             out.append(Picture(o.aot_id or f"{o.compile_id} {o.part}",
-                               f"inductor_post_grad_graph {o.compile_id} {o.part}", o.post_grad_graph,
+                               f"{o.post_grad_graph.name} {o.compile_id} {o.part}", o.post_grad_graph,
                                post_grad_kernels(o), frame=o.compile_id.split("/")[0], stage="post_grad"))
     return out
 

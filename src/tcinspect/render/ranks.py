@@ -15,10 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import divergence as rank_divergence
+from tcinspect.derived.runs import TITLES
 from tcinspect.render import table as single
 from tcinspect.render.parts import code_panel
 from tcinspect.report import OK, DdpSplit, Divergence, Report
-from tcinspect.vocabulary import outcome, ranks_text
+from tcinspect.vocabulary import outcome, ranks_cut
 
 _STATUS_STYLE = {OK: "green", "failed": "bold red", "error": "bold red", "crashed": "bold red",
                  "timed_out": "bold red", "stopped": "yellow", "missing": "bold red"}
@@ -37,12 +38,7 @@ RANK_SPANS = 6
 
 def ranks_short(ranks: Sequence[int], spans: int = RANK_SPANS) -> str:
     """``ranks 0-4, 6-12, … (896 ranks)``: a rank list cut to a few spans for a table cell."""
-    text = ranks_text(ranks)
-    head, _, rest = text.partition(" ")
-    parts = rest.split(", ")
-    if len(parts) <= spans:
-        return text
-    return f"{head} {', '.join(parts[:spans])}, … ({len(ranks)} ranks)"
+    return ranks_cut(ranks, spans)
 
 
 def ranks_table(rep: Report) -> Table:
@@ -114,17 +110,29 @@ def divergence_table(rep: Report, divs: Sequence[Divergence]) -> RenderableType:
             f", … ({len(bad)} ranks)" if len(bad) > RANK_SPANS else "")
         return Text(f"Divergence: not judged — not every rank finished ({ended}); see the error", style="bold yellow")
     if not divs:
+        # torch records the order only where the job asked for it (record_and_log_graph_execution_order)
+        ran = sum(1 for r in rep.ranks if r.graph_execution_order) >= 2
         return Text(f"Divergence: none — all {len(rep.ranks)} ranks compiled the same graphs, breaks, guards, "
-                    "recompiles, kernels, collectives and DDP splits", style="bold green")
+                    "recompiles, kernels, collectives and DDP splits"
+                    + (", and ran their compiled graphs in one order" if ran else ""), style="bold green")
     first = rank_divergence.first_compile(divs)
     head = Text("Divergence: ", style="bold red")
     ended_differently = any(d.aspect == "status" for d in divs)
+    # what the job feels first (compiles, collectives and graphs one group of ranks runs and another does not), then
+    # where the ranks' recordings first differ, which may be only what they check (guards)
+    consequence = rank_divergence.consequence(rep, divs)
+    if consequence:
+        head.append(("ranks ended differently; " if ended_differently else "") + consequence, style="bold")
+        ended_differently = False  # said
     if first:
         aspects = ", ".join(d.aspect for d in divs if d.compile_id == first)
-        head.append(("ranks ended differently, and " if ended_differently else "ranks ") +
-                    f"differ first at compile {first} ({aspects})", style="bold")
-    else:
+        head.append(("\n  " if consequence else "") + ("ranks ended differently, and " if ended_differently else
+                                                       "ranks ") + f"differ first at compile {first} ({aspects})",
+                    style="bold")
+    elif ended_differently:
         head.append("ranks ended differently", style="bold")
+    elif not consequence:  # the run as a whole: the order ranks ran their compiled graphs in (execution_order)
+        head.append(f"ranks differ in the run ({', '.join(d.aspect for d in divs)})", style="bold")
     t = Table(header_style="bold", show_lines=True)
     t.add_column("compile")
     t.add_column("what")
@@ -198,6 +206,11 @@ def overview(rep: Report, code: bool = False) -> RenderableType:
     spread = rank_divergence.compile_spread(rep)
     if spread:
         parts.append(Text(f"compile time: {spread}", style="bold yellow"))
+    if rep.mixed_runs:  # the warning on stderr says each in full
+        said = [f"{TITLES.get(m.what, m.what)} ({' / '.join(ranks_short(g.ranks) for g in m.groups)})"
+                for m in rep.mixed_runs]
+        parts.append(Text(f"logs: not one run's — {', '.join(said)}; mixed_runs in YAML/JSON says what differs",
+                          style="bold yellow"))
     parts += [Text(""), divergence(rep)]
     if any(r.ddp_splits for r in rep.ranks):
         parts += [Text(""), ddp_splits(rep, code)]

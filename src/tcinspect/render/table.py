@@ -48,7 +48,8 @@ def header(rep: Report) -> Text:
     opts = rep.options
     extras = [f"backend={opts.backend or '?'}"] + ([f"mode={opts.mode}"] if opts.mode else []) + \
         (["fullgraph"] if opts.fullgraph else []) + ([f"dynamic={opts.dynamic}"] if opts.dynamic else [])
-    line.append(f"  torch {rep.torch_version} · {rep.device} · {' '.join(extras)}", style="dim")
+    # an older torch's TORCH_TRACE log states no version (its compilation_metrics has no pytorch_version)
+    line.append(f"  torch {rep.torch_version or 'unknown'} · {rep.device} · {' '.join(extras)}", style="dim")
     return line
 
 
@@ -251,8 +252,10 @@ def compact_lines(user_lines: Sequence[str]) -> str:
     return " ".join(f"{f}:{','.join(dict.fromkeys(ls))}" for f, ls in by_file.items())
 
 
-def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, limit: Optional[int] = None) -> Table:
-    """Kernels in launch order; line numbers first so they survive a narrow terminal."""
+def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, limit: Optional[int] = None,
+                 unknown_why: str = "") -> Table:
+    """Kernels in launch order; line numbers first so they survive a narrow terminal. ``unknown_why``: why the
+    kernels marked ``?`` have no stated provenance, and its fix (OutputCode.unknown_provenance)."""
     t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("#", justify="right", style="dim", no_wrap=True)
     t.add_column("lines", overflow="fold")
@@ -268,12 +271,15 @@ def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, l
     t.add_column("size", justify="right", no_wrap=True, min_width=len("size"))
     if buffers:
         t.add_column("buffers", style="dim", overflow="fold")
-    inferred = 0
+    inferred = unknown = 0
     for i, k in enumerate(_limited(kernels, limit, t)):
         nodes = _clip(", ".join(k.source_nodes), 40)
         if k.provenance == "inferred":
             inferred += 1
             nodes = f"~ {nodes}" if nodes else "~"
+        elif k.provenance == "unknown":
+            unknown += 1
+            nodes = "?"
         row = [str(i), compact_lines(k.user_lines), k.name, k.kind]
         if modules:
             row.append(_clip(", ".join(k.modules), 40))
@@ -281,9 +287,15 @@ def kernel_table(kernels: Sequence[Kernel], title: str, buffers: bool = False, l
         if buffers:
             row.append("\n".join(k.buffers))
         t.add_row(*row)
+    captions = []
+    if unknown:
+        captions.append(f"? {unknown} kernel{'s' if unknown != 1 else ''} of unknown provenance: "
+                        + (unknown_why or "Inductor stated no node mapping for them"))
     if inferred:
-        t.caption = (f"~ {inferred} kernel{'s' if inferred != 1 else ''} inferred from the wrapper's comments: "
-                     "Inductor's provenance tracking stated no node mapping for them")
+        captions.append(f"~ {inferred} kernel{'s' if inferred != 1 else ''} inferred from the wrapper's comments "
+                        "(a report saved by an earlier tcinspect): Inductor's provenance tracking stated no node mapping")
+    if captions:
+        t.caption = "\n".join(captions)
         t.caption_justify = "left"
     return t
 
@@ -294,7 +306,7 @@ def inductor(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) 
     for o in st.outputs:
         cache = f" · FX graph cache {o.cache}" if o.cache else ""
         parts.append(kernel_table(o.kernels, f"inductor_output_code {o.compile_id} {o.part} · {len(o.kernels)} kernels{cache}",
-                                  limit=limit))
+                                  limit=limit, unknown_why=o.unknown_provenance))
         if code:
             for k in o.kernels:
                 if k.source:

@@ -41,6 +41,10 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
         # where the ranks differ, as the report was assembled (parse.merge)
         out["divergence"] = plain(rep.divergence)
+    if rep.mixed_runs:  # only rank logs of more than one run: other reports stay as they were
+        out["mixed_runs"] = plain(rep.mixed_runs)
+    if rep.graph_execution_order:  # only a run that recorded it (record_and_log_graph_execution_order)
+        out["graph_execution_order"] = list(rep.graph_execution_order)
     if rep.compile_time is not None and timings:  # reports from before it have none, and stay as they were
         out["compile_time"] = plain(rep.compile_time)
     if rep.failure is not None:  # only a failed run's: ok reports stay as they were
@@ -90,6 +94,10 @@ def _rank_dict(r: model.RankReport, timings: bool) -> dict[str, Any]:
            "summary": _summary(r.summary), **out}
     if out.get("compile_time") is None or not timings:  # written only when present, like a report's
         out.pop("compile_time", None)
+    if out.get("origin") is None:  # only a rank read from a TORCH_TRACE log has one
+        out.pop("origin", None)
+    if not out.get("graph_execution_order"):  # only a rank that recorded it: other reports stay as they were
+        out.pop("graph_execution_order", None)
     if not timings:
         out["summary"].pop("compile_time_s", None)
         for c in out["compiles"]:

@@ -10,7 +10,8 @@ from tcinspect import report as model
 
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure", "cudagraphs", "shapes", "guard_cost", "regions", "memory", "divergence")
+                     "failure", "cudagraphs", "shapes", "guard_cost", "regions", "memory", "divergence",
+                     "mixed_runs", "graph_execution_order")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped), except an option (``OPTIONS_OF_SCHEMA_1``);
 #: any other missing key is refused.
@@ -24,9 +25,10 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "OutputCode.collective_schedule",
     "CacheLookup.key", "CacheLookup.components", "CacheLookup.cost_s", "CacheLookup.changed",
     "CacheLookup.compared_with", "CacheLookup.remote",
-    "ParseHealth.ignored_files", "RankReport.log",
+    "ParseHealth.ignored_files", "RankReport.log", "RankReport.origin",
     "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
-    "GraphBreak.model_frame", "PassRun.decomposed",
+    "GraphBreak.model_frame", "PassRun.decomposed", "OutputCode.unknown_provenance",
+    "RankReport.graph_execution_order",  # written only when torch logged one (to_dict)
 })
 #: The options every report of schema 1 records. An option added since may be absent from a saved report:
 #: the report was captured before the option existed, so it was not asked for (its default is what ran).
