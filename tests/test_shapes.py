@@ -311,3 +311,83 @@ def test_check_specializations_junit_and_baseline(loop_run, tmp_path, capsys):
     base.write_text(base.read_text().replace("- L['x'].size()[1]", "[]").replace("specialized:\n", "specialized:"))
     code, out, _ = cli(capsys, "check", str(saved), "--baseline", str(base))
     assert code == 1 and "new specialization" in out
+
+
+# ----------------------------------------------------------------------------- shape guards against the final guards
+
+FINAL = ["L['x'].stride()[0] == L['x'].size()[1]", "2 <= L['x'].size()[1] <= 2048"]
+S0 = ("s0: L['x'].size()[1]",)
+
+
+@pytest.mark.parametrize("expression, final, want", [
+    ("Eq(s0, 16)", FINAL, "no"),  # a call with 17 passes the range: nothing checks it
+    ("s0 <= 4096", FINAL, "yes"),  # the range checks it
+    ("2*s0 <= 4096", FINAL, "yes"),
+    ("s0 <= 1000", FINAL, "no"),
+    ("Eq(64*s0, 1024)", ["L['x'].size()[1] == 16"], "yes"),  # the value torch installed satisfies it
+    ("Eq(s0**2, 256)", ["L['x'].size()[1] == 16"], "yes"),
+    ("Ne(Mod(s0, 8), 0)", ["8 <= L['x'].size()[1] <= 8"], "no"),
+    ("s0 >= 2", ["2 <= L['x'].size()[1]"], "yes"),  # an open range: its end tried far out
+    ("s0 <= 10**7", ["2 <= L['x'].size()[1]"], "no"),
+    ("Eq(s0, 16)", ["L['y'].size()[0] == 3"], ""),  # no range or value for this source: not known
+    ("foo(s0) > 1", FINAL, ""),  # nothing this reader evaluates
+])
+def test_whether_the_final_guards_enforce_a_shape_guard(expression, final, want):
+    from tcinspect.parse.shape_guards import enforced
+
+    assert enforced(expression, S0, final) == want
+
+
+def test_a_guard_on_two_symbols_is_enforced_only_as_written():
+    from tcinspect.parse.shape_guards import enforced
+
+    two = ("s0: L['x'].size()[0]", "s1: L['y'].size()[0]")
+    assert enforced("Eq(s0, s1)", two, ["L['x'].size()[0] == L['y'].size()[0]"]) == "yes"
+    assert enforced("Eq(s0, s1)", two, ["2 <= L['x'].size()[0]"]) == ""
+
+
+def test_the_stage_that_added_a_guard_is_the_innermost_compiler_frame():
+    from tcinspect.parse.shapes import stage_of
+
+    def frames(*names: str) -> list[dict]:
+        return [{"filename": f"/venv/lib/python3.11/site-packages/torch/{n}", "line": 1, "name": "f"} for n in names]
+
+    machinery = ("fx/experimental/symbolic_shapes.py", "_logging/_internal.py")
+    assert stage_of(frames("_dynamo/convert_frame.py", "_functorch/aot_autograd.py", "_inductor/sizevars.py",
+                           *machinery)) == "inductor"
+    # an Inductor decomposition runs while AOTAutograd traces: AOTAutograd added the guard
+    assert stage_of(frames("_dynamo/convert_frame.py", "_functorch/_aot_autograd/graph_compile.py",
+                           "_inductor/decomposition.py", *machinery)) == "aot_autograd"
+    assert stage_of(frames("_dynamo/symbolic_convert.py", *machinery)) == "dynamo"
+    assert stage_of(None) == "" and stage_of(frames(*machinery)) == ""
+
+
+def test_gpt2_s_backward_guards_read_as_what_torch_enforced():
+    """GPT-2 trained on lengths 8, 16, 24, 32 (torch 2.13, recorded): compiling the backward of the dynamic graph
+    evaluates Eq(s50, 16) and its multiples, which no later call checks: torch ran 24 and 32 through the same
+    graph without a recompile. Each is marked not enforced, with the stage that added it, and the shapes view
+    does not read it as a specialization."""
+    from helpers import render_text
+    from tcinspect.parse import torchtrace
+    from tcinspect.parse.shape_guards import _predicate
+    from tcinspect.render import shapes as render
+
+    log = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "gpt2_train_lengths.log.gz"
+    rep = torchtrace.read(str(log))
+    assert [g.compile_id for g in rep.stages.dynamo.graphs] == ["0/0", "0/1"]  # four lengths, two compiles
+    later = (24, 32)  # the calls after the one that compiled 0/1, run by it (no third compile)
+    guards = rep.shapes.guards
+    assert guards and all(g.compile_id == "0/1" and g.user_frame is None for g in guards)
+    for g in guards:
+        test = _predicate(g.expression, "s50")
+        assert test is not None
+        if g.in_final_guards == "no":
+            assert not all(test(n) for n in later), g  # a later call broke it and ran all the same
+        else:
+            assert g.in_final_guards == "yes" and all(test(n) for n in later), g
+    assert {(g.expression, g.stage, g.in_final_guards) for g in guards} >= {
+        ("Eq(s50, 16)", "aot_autograd", "no"), ("s50 <= 4096", "inductor", "yes")}
+    assert rep.shapes.specializations == ()
+    text = render_text(render.shapes(rep), width=200)
+    assert "7 shape guards (2 in the final guards)" in text and "not a specialization" in text
+    assert "(none: added by AOTAutograd code)" in text

@@ -1120,6 +1120,12 @@ class ShapeGuard:
     expression: str  # e.g. "Eq(s27, 24)", "u0 >= 0"
     user_frame: Optional[SourceLocation] = None
     sources: tuple[str, ...] = ()  # "s27: L['x'].size()[1]" for each symbol of this compile it names
+    #: the stage whose code added it, read from torch's stack: dynamo | aot_autograd | inductor | "" (not known)
+    stage: str = ""
+    #: whether the compile's final guards (those Dynamo installed) state it: "yes", "no", or "" where the compile
+    #: logged none. A "no" is a guard torch evaluated (or suppressed, or simplified into another) that no later
+    #: call checks: not a specialization
+    in_final_guards: str = ""
 
 
 @dataclass(frozen=True)

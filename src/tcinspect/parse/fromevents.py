@@ -72,6 +72,8 @@ def report_from_events(
         stages, metrics = build(found)
     compile_time = compile_time_events.build(events, stages.dynamo.recompiles)
     dynamo = stages.dynamo
+    shape_section = shapes.with_final_guards(shape_section, {g.compile_id: [x.expression for x in g.guards]
+                                                             for g in dynamo.graphs if g.guards})
     stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
         breaks_mod.with_context(b) for b in dynamo.graph_breaks), recompiles=tuple(
         shapes.with_shape_advice(r, shape_section) for r in dynamo.recompiles)))

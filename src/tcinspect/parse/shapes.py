@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Optional
 
+from tcinspect.parse import shape_guards
 from tcinspect.parse.events import CALL_SHAPES_ARTIFACT, Event
 from tcinspect.report import (
     DataDependentError,
@@ -151,7 +152,7 @@ def build(events: Sequence[Event]) -> tuple[Optional[Shapes], dict[str, int]]:
                     user_frame=_innermost(m.get("user_stack")), library_frame=library_frame(m.get("stack"))))
             elif ev.name == GUARD_ADDED:
                 guards.append(ShapeGuard(compile_id=ev.compile_id, expression=_text(m, "expr"),
-                                         user_frame=_innermost(m.get("user_stack"))))
+                                         user_frame=_innermost(m.get("user_stack")), stage=stage_of(m.get("stack"))))
             elif ev.name == DATA_DEPENDENT:
                 expr_id = m.get("expr_id")
                 dd.append(DataDependentError(
@@ -171,7 +172,49 @@ def _with_sources(guard: ShapeGuard, symbols: Iterable[ShapeSymbol]) -> ShapeGua
     named = set(re.findall(r"\b[su]\d+\b", guard.expression))
     sources = tuple(dict.fromkeys(f"{s.symbol}: {s.source}" for s in symbols
                                   if s.compile_id == guard.compile_id and s.symbol in named and s.source))
-    return ShapeGuard(guard.compile_id, guard.expression, guard.user_frame, sources) if sources else guard
+    return replace(guard, sources=sources) if sources else guard
+
+
+#: torch's packages, innermost first, by the compiler stage whose code runs there. A decomposition Inductor
+#: registers runs while AOTAutograd traces, so those files decide nothing (the stage calling them does).
+_STAGE_FILES = (("torch/_inductor/decomposition.py", ""), ("torch/_decomp/", ""), ("torch/_inductor/", "inductor"),
+                ("torch/_functorch/", "aot_autograd"), ("torch/_dynamo/", "dynamo"))
+
+
+def stage_of(stack: Any) -> str:
+    """The compiler stage that added a guard: the innermost frame of torch's stack in a stage's package."""
+    if not isinstance(stack, list):
+        return ""
+    for frame in reversed(stack):
+        name = frame.get("filename") if isinstance(frame, dict) else None
+        if not isinstance(name, str):
+            continue
+        name = name.replace("\\", "/")
+        for part, stage in _STAGE_FILES:
+            if part in name:
+                if stage:
+                    return stage
+                break
+    return ""
+
+
+def with_final_guards(shapes: Optional[Shapes], final: Mapping[str, Sequence[str]]) -> Optional[Shapes]:
+    """Each shape guard marked with whether its compile's final guards (``final``: compile id -> the guard
+    expressions Dynamo installed) enforce it (parse/shape_guards.py); "" for a compile with none recorded, a guard
+    on a symbol with no source (an unbacked one) or one that module cannot read."""
+    if shapes is None or not shapes.guards:
+        return shapes
+    fixed: dict[str, dict[str, int]] = {}
+    for s in shapes.specializations:
+        if re.fullmatch(r"-?\d+", s.value):
+            fixed.setdefault(s.compile_id, {})[s.symbol] = int(s.value)
+    out = []
+    for g in shapes.guards:
+        have = final.get(g.compile_id)
+        out.append(replace(g, in_final_guards=shape_guards.enforced(g.expression, g.sources, have,
+                                                                    fixed.get(g.compile_id)))
+                   if have and g.sources else g)
+    return replace(shapes, guards=tuple(out))
 
 
 _SIZE_MISMATCH = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)")

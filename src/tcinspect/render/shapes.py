@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from rich.console import Group, RenderableType
@@ -10,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import shapes as views
-from tcinspect.report import Report, SourceLocation
+from tcinspect.report import Report, ShapeGuard, SourceLocation
 
 
 def _loc(loc: Optional[SourceLocation]) -> str:
@@ -21,6 +22,26 @@ def _code(loc: Optional[SourceLocation]) -> str:
     return loc.code if loc is not None else ""
 
 
+STAGE_NAMES = {"dynamo": "Dynamo", "aot_autograd": "AOTAutograd", "inductor": "Inductor"}
+FINAL_NOTE = ("in final guards \"no\": torch evaluated the guard while compiling (or suppressed it, or simplified it "
+              "into another), but the guards Dynamo installed do not state it, so no later call checks it: "
+              "not a specialization")
+
+
+def guard_count(guards: Sequence[ShapeGuard]) -> str:
+    """ "7 shape guards (0 in the final guards)" where the final guards are known."""
+    known = [g for g in guards if g.in_final_guards]
+    held = sum(1 for g in known if g.in_final_guards == "yes")
+    return f"{len(guards)} shape guards" + (f" ({held} in the final guards)" if known else "")
+
+
+def guard_line(g: ShapeGuard) -> str:
+    """The user line that added it, or torch's reason for none: no frame of the user's code was on its stack."""
+    if g.user_frame is not None:
+        return _loc(g.user_frame)
+    return f"(none: added by {STAGE_NAMES[g.stage]} code)" if g.stage in STAGE_NAMES else "(none logged)"
+
+
 def shapes(rep: Report) -> RenderableType:
     """Each input dim's fate, then symbols, specializations, shape guards, data-dependent errors, the spec."""
     sh = rep.shapes
@@ -29,7 +50,7 @@ def shapes(rep: Report) -> RenderableType:
         return Text("Shapes: torch logged no dynamic-shape event (no symbol was made: every size was static).",
                     style="dim")
     head = Text(f"Shapes · {len(sh.symbols)} symbols · {len(sh.specializations)} specializations · "
-                f"{len(sh.guards)} shape guards · {len(sh.data_dependent)} data-dependent errors", style="bold")
+                f"{guard_count(sh.guards)} · {len(sh.data_dependent)} data-dependent errors", style="bold")
     parts.append(head)
     dims = views.dims(rep)
     if dims:
@@ -64,11 +85,15 @@ def shapes(rep: Report) -> RenderableType:
             t.add_row(y.compile_id, y.symbol, y.source or "(unbacked)", y.hint, y.value_range, _loc(y.user_frame))
         parts.append(t)
     if sh.guards:
-        t = Table(title="Shape guards added while tracing", title_justify="left", header_style="bold")
-        for col in ("compile", "guard", "symbols", "your line", "code"):
+        t = Table(title="Shape guards added while compiling", title_justify="left", header_style="bold")
+        for col in ("compile", "guard", "symbols", "added by", "in final guards", "your line", "code"):
             t.add_column(col)
         for g in sh.guards:
-            t.add_row(g.compile_id, g.expression, ", ".join(g.sources), _loc(g.user_frame), _code(g.user_frame))
+            t.add_row(g.compile_id, g.expression, ", ".join(g.sources), STAGE_NAMES.get(g.stage, "?"),
+                      g.in_final_guards or "?", guard_line(g), _code(g.user_frame))
+        if any(g.in_final_guards == "no" for g in sh.guards):
+            t.caption = FINAL_NOTE
+            t.caption_justify = "left"
         parts.append(t)
     if sh.data_dependent:
         t = Table(title="Data-dependent errors", title_justify="left", header_style="bold")
@@ -134,7 +159,7 @@ def section_html(rep: Report) -> str:
                 + "".join("<tr>" + "".join(f"<td>{e(c)}" for c in r) + "</tr>" for r in rows) + "</table>")
 
     parts = [f'<section id="shapes"><h2>Shapes</h2><p class="meta">{len(sh.symbols)} symbols · '
-             f"{len(sh.specializations)} specializations · {len(sh.guards)} shape guards · "
+             f"{len(sh.specializations)} specializations · {guard_count(sh.guards)} · "
              f"{len(sh.data_dependent)} data-dependent errors</p>"]
     parts.append(table(("compile", "symbol", "source", "value", "reason", "your line", "code", "torch line"),
                        [(s.compile_id, s.symbol, ", ".join(s.sources), s.value, s.reason, _loc(s.user_frame),
@@ -142,9 +167,11 @@ def section_html(rep: Report) -> str:
     parts.append(table(("compile", "symbol", "source", "hint", "range", "your line"),
                        [(y.compile_id, y.symbol, y.source or "(unbacked)", y.hint, y.value_range, _loc(y.user_frame))
                         for y in sh.symbols]))
-    parts.append(table(("compile", "guard", "symbols", "your line", "code"),
-                       [(g.compile_id, g.expression, ", ".join(g.sources), _loc(g.user_frame), _code(g.user_frame))
-                        for g in sh.guards]))
+    parts.append(table(("compile", "guard", "symbols", "added by", "in final guards", "your line", "code"),
+                       [(g.compile_id, g.expression, ", ".join(g.sources), STAGE_NAMES.get(g.stage, "?"),
+                         g.in_final_guards or "?", guard_line(g), _code(g.user_frame)) for g in sh.guards]))
+    if any(g.in_final_guards == "no" for g in sh.guards):
+        parts.append(f'<p class="note">{e(FINAL_NOTE)}</p>')
     parts.append(table(("compile", "data-dependent expression", "your line"),
                        [(x.compile_id, x.expression, _loc(x.user_frame)) for x in sh.data_dependent]))
     parts.extend(f'<p class="note">{e(line)}</p>' for line in views.advice(rep))

@@ -27,7 +27,7 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "CacheLookup.compared_with", "CacheLookup.remote",
     "ParseHealth.ignored_files", "RankReport.log", "RankReport.origin",
     "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
-    "GraphBreak.model_frame", "PassRun.decomposed", "OutputCode.unknown_provenance",
+    "GraphBreak.model_frame", "PassRun.decomposed", "OutputCode.unknown_provenance", "ShapeGuard.stage", "ShapeGuard.in_final_guards",
     "RankReport.graph_execution_order",  # written only when torch logged one (to_dict)
 })
 #: The options every report of schema 1 records. An option added since may be absent from a saved report:

@@ -38,6 +38,8 @@ MODELS = {
     "ddp_rank_branch": ROOT / "sample_models" / "ddp_rank_branch.py",  # 2 ranks (gloo); rank 1 breaks the graph
     "transformer_block": ROOT / "sample_models" / "transformer_block.py",  # 2 encoder layers: attention, norms
     "lenet_triton_relu": ROOT / "sample_models" / "lenet_triton_relu.py",  # a user Triton kernel (CUDA only)
+    # GPT-2 trained on four lengths: shape guards its backward compile evaluates but never installs (test_shapes)
+    "gpt2_train_lengths": ROOT / "tests" / "models" / "gpt2_train_lengths.py",
 }
 RANKS = {"ddp_rank_branch": 2}
 HOME = "/home/user"
