@@ -263,3 +263,27 @@ def test_per_call_on_a_model_file_and_refused_for_a_script(capsys, tmp_path):
     script.write_text("import torch\nprint(torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2)))\n")
     code, _, err = cli(capsys, "guards", str(script), "--per-call", "2")
     assert code == 2 and "--per-call" in err
+
+
+@pytest.mark.torch
+def test_per_call_warms_up_and_times_without_the_captures_own_objects_in_the_collectors_reach():
+    """The timed calls come after WARMUP_ROUNDS untimed rounds, and while they run the objects alive before them
+    (the capture's records among them) are frozen out of the cycle collector, which is restored after."""
+    import gc as collector
+
+    import torch
+
+    from tcinspect.capturing import percall
+
+    seen: list[tuple[bool, int]] = []
+
+    def model(x):
+        seen.append((torch.autograd.profiler._is_profiler_enabled, collector.get_freeze_count()))
+        return x + 1
+
+    record = percall.measure(model, [(0, (torch.ones(2),))], 3, lambda: [])  # a plain callable stands for it
+    warm = seen[:percall.WARMUP_ROUNDS]
+    assert warm and all(not profiled for profiled, _ in warm)  # untimed, before the profiler starts
+    timed = seen[percall.WARMUP_ROUNDS:]
+    assert len(timed) == 1 + 3 and all(profiled and frozen > 0 for profiled, frozen in timed)
+    assert collector.get_freeze_count() == 0 and len(record["calls"]) == 3
