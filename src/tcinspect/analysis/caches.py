@@ -78,6 +78,20 @@ def warm_start_saves(rep: Report) -> float:
     return round(sum(c.cost_s for _, c in lookups(rep.compile_time) if c.state == "miss"), 3)
 
 
+#: compiling kernels under this share of what the FX graph cache misses took: their compiled code was reused
+REUSED_SHARE = 0.2
+
+
+def kernel_code_reused(compile_s: float, misses_s: float) -> str:
+    """A line saying that the misses compiled little C++/Triton code, which came from Inductor's code cache: why a
+    run whose FX graph look-ups all missed can take a fraction of a cold run's time; "" when they compiled it."""
+    if misses_s <= 0 or compile_s >= REUSED_SHARE * misses_s:
+        return ""
+    return (f"compiling kernels took {compile_s:.2f} s of the misses' {misses_s:.2f} s: their compiled C++/Triton "
+            "code came from Inductor's code cache (TORCHINDUCTOR_CACHE_DIR, shared by tcinspect's capture and your "
+            "runs); the rest is tracing and code generation, which only an FX graph cache hit skips")
+
+
 def bypass_site(rep: Report, t: CompileTiming, c: CacheLookup) -> str:
     """The line of the Dynamo graph node whose op torch named in a bypass reason, where one is named."""
     for g in rep.stages.dynamo.graphs:

@@ -102,6 +102,9 @@ def table(rep: Report) -> RenderableType:
     if saves:
         parts.append(Text(f"  a warm start would save {saves:.2f} s (what the FX graph cache misses took to "
                           "compile, by torch's measure)", style="dim"))
+        reused = cache_views.kernel_code_reused(doc["phases_s"].get("compile", 0.0), saves)
+        if reused:
+            parts.append(Text(f"  {reused}", style="dim"))
     for t, c in cachekeys.lookups(ct):
         why = cache_views.explanation(c)
         if c.state in ("miss", "bypass") and why:
