@@ -143,6 +143,11 @@ def test_one_log_copied_under_two_ranks_names_is_said(tmp_path, capsys):
     assert serialize.from_dict(data).mixed_runs == rep.mixed_runs  # it reads back
     code, out, _ = cli(capsys, "guards", str(tmp_path), "-f", "json")  # a command's own document has it too
     assert code == 0 and [m["what"] for m in json.loads(out)["mixed_runs"]] == ["copy", "rank"]
+    from tcinspect.render import html
+
+    section = html.render(rep)
+    section = section[section.index('<section id="ranks">'):]
+    assert "these rank logs are not one run&#x27;s: copies of one log" in section  # the page says it too
 
 
 def test_the_recorded_job_itself_is_one_run(capsys):

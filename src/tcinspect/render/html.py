@@ -644,8 +644,11 @@ def _ranks(rep: Report) -> str:
     order_table = ("<h3>Graph execution order</h3><p class=\"meta\">each compiled graph a rank ran, in order, by "
                    "compile id (torch's <code>graph_execution</code> record)</p><table><thead><tr><th>ranks<th>runs"
                    f"<th>compiled graphs run</thead><tbody>{order}</tbody></table>" if order else "")
-    return (f'<section id="ranks"><h2>Ranks · {len(rep.ranks)}</h2><h3>Divergence</h3>{divergence}{order_table}'
-            "</section>")
+    from tcinspect.derived.runs import mixed_runs_text
+
+    mixed = f'<p class="note">{_e(mixed_runs_text(rep.mixed_runs))}</p>' if rep.mixed_runs else ""
+    return (f'<section id="ranks"><h2>Ranks · {len(rep.ranks)}</h2>{mixed}<h3>Divergence</h3>{divergence}'
+            f"{order_table}</section>")
 
 
 def _shapes(rep: Report) -> str:
