@@ -149,6 +149,12 @@ def consequence(rep: Report, divs: Sequence[Divergence]) -> str:
     graphs = sorted({d.compile_id for d in divs if d.aspect == "graph" and d.compile_id != first}, key=compile_order)
     if graphs:
         said.append(f"ranks compiled different graphs at compile {_ids_cut(graphs)}")
+    # the order ranks ran their graphs in: collectives issued in another order than a peer's deadlock a live job
+    order = next((d for d in divs if d.aspect == "execution_order"), None)
+    if order is not None:
+        runs = [g.value.split(":")[0] for g in order.groups]
+        first_run = next((r for r in runs if r.startswith("run ")), runs[0])
+        said.append(f"ranks ran their compiled graphs in different orders (first at {first_run})")
     return "; ".join(said)
 
 
