@@ -37,8 +37,6 @@ INDUCTOR = "inductor"
 UNKNOWN = "unknown"
 #: what reports saved before ``unknown`` called a kernel read from the wrapper's comments (still read and shown)
 INFERRED = "inferred"
-#: the provenance values of a kernel whose nodes Inductor did not state
-UNSTATED = (UNKNOWN, INFERRED)
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)(?:\n(?P<code>[^\n]*))?')
 

@@ -80,6 +80,19 @@ def _rewrite_log(raw: str, swaps: list[tuple[str, str]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def save_rank_logs(trace: Path, dest: Path, extra: list[tuple[str, str]] | None = None) -> None:
+    """A torchrun job's rank logs (``trace``'s dedicated_log_torch_trace_*.log), written to ``dest`` gzipped with the
+    interpreter's and the checkout's paths rewritten (and ``extra`` swaps), each payload's md5 recomputed; the rank
+    logs an earlier recording left in ``dest`` are removed first."""
+    swaps = [(sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv"),
+             (str(ROOT), f"{HOME}/tcinspect"), *(extra or [])]
+    for old in dest.glob("dedicated_log_torch_trace_*.log.gz"):
+        old.unlink()
+    for log in sorted(trace.glob("dedicated_log_torch_trace_*.log")):
+        with gzip.open(dest / f"{log.name}.gz", "wt", encoding="utf-8") as fh:
+            fh.write(_rewrite_log(log.read_text(encoding="utf-8"), swaps))
+
+
 def record(name: str, device: str = "") -> None:
     import torch
 

@@ -24,7 +24,6 @@ sample_models/collectives_gloo.py; its truth.json holds the ``dynamo`` collectiv
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import runpy
@@ -108,7 +107,7 @@ def main() -> None:
     dest = args.dest or HERE / f"torch-{version}{'-cuda' if cuda else ''}" / f"{sample.stem}-nproc{args.nproc}"
     dest.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(HERE))
-    from record import HOME, _rewrite_log
+    from record import save_rank_logs
 
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
@@ -118,13 +117,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                         f"--nproc-per-node={args.nproc}", __file__, "--rank", str(t), str(sample)],
                        env=env, check=True)
-        swaps = [(sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv"),
-                 (str(ROOT), f"{HOME}/tcinspect")]
-        for old in dest.glob("dedicated_log_torch_trace_*.log.gz"):
-            old.unlink()
-        for log in sorted((t / "trace").glob("dedicated_log_torch_trace_*.log")):
-            with gzip.open(dest / f"{log.name}.gz", "wt", encoding="utf-8") as fh:
-                fh.write(_rewrite_log(log.read_text(encoding="utf-8"), swaps))
+        save_rank_logs(t / "trace", dest)
         truth = {"torch": torch.__version__, "sample": str(sample.relative_to(ROOT)), "nproc": args.nproc,
                  "device": torch.cuda.get_device_name(0) if cuda else "cpu", "process_group": "nccl" if cuda else "gloo",
                  "ranks": {r: json.loads((t / f"rank{r}.json").read_text()) for r in range(args.nproc)}}

@@ -15,7 +15,6 @@ torch-<version>/graph_execution/): each rank's log with paths rewritten and md5s
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import subprocess
@@ -67,20 +66,14 @@ def main() -> None:
     dest = args.dest or HERE / f"torch-{torch.__version__.split('+')[0]}" / "graph_execution"
     dest.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(HERE))
-    from record import HOME, _rewrite_log
+    from record import save_rank_logs
 
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         env = dict(os.environ, TORCH_TRACE=str(t / "trace"), TORCHINDUCTOR_CACHE_DIR=str(t / "inductor"))
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                         __file__, "--rank", str(t)], env=env, check=True)
-        swaps = [(sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv"),
-                 (str(ROOT), f"{HOME}/tcinspect"), (str(t), "/tmp/record")]
-        for old in dest.glob("dedicated_log_torch_trace_*.log.gz"):
-            old.unlink()
-        for log in sorted((t / "trace").glob("dedicated_log_torch_trace_*.log")):
-            with gzip.open(dest / f"{log.name}.gz", "wt", encoding="utf-8") as fh:
-                fh.write(_rewrite_log(log.read_text(encoding="utf-8"), swaps))
+        save_rank_logs(t / "trace", dest, [(str(t), "/tmp/record")])
         truth = {"torch": torch.__version__, "graph_execution_order": {
             r: json.loads((t / f"rank{r}.json").read_text()) for r in range(2)}}
         (dest / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")

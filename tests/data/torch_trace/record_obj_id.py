@@ -13,7 +13,6 @@ torch-<version>/obj_id_recompile/): each rank's log with paths rewritten and md5
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import subprocess
 import sys
@@ -57,20 +56,14 @@ def main() -> None:
     dest = args.dest or HERE / f"torch-{torch.__version__.split('+')[0]}" / "obj_id_recompile"
     dest.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(HERE))
-    from record import HOME, _rewrite_log
+    from record import save_rank_logs
 
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         env = dict(os.environ, TORCH_TRACE=str(t / "trace"))
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                         __file__, "--rank"], env=env, check=True)
-        swaps = [(sys.prefix, f"{HOME}/.venv"), (str(Path(sys.prefix).resolve()), f"{HOME}/.venv"),
-                 (str(ROOT), f"{HOME}/tcinspect")]
-        for old in dest.glob("dedicated_log_torch_trace_*.log.gz"):
-            old.unlink()
-        for log in sorted((t / "trace").glob("dedicated_log_torch_trace_*.log")):
-            with gzip.open(dest / f"{log.name}.gz", "wt", encoding="utf-8") as fh:
-                fh.write(_rewrite_log(log.read_text(encoding="utf-8"), swaps))
+        save_rank_logs(t / "trace", dest)
     print(f"recorded -> {dest}")
 
 
