@@ -56,6 +56,10 @@ def _strip(doc: dict, inferred: set) -> None:
     # (tests/test_shapes.py compares both with torch's own events)
     doc.pop("shapes", None)
     doc.pop("memory", None)  # likewise the memory section (tests/test_memory.py compares it with torch's hooks)
+    # and the coverage section (tests/test_coverage.py compares a log's with torch's counters of the same run)
+    doc.pop("coverage", None)
+    for key in ("calls_captured", "unique_graphs", "fallbacks_to_eager"):
+        doc.get("summary", {}).pop(key, None)
     for r in doc["stages"]["dynamo"]["recompiles"]:
         r.pop("suggestion")
     doc.pop("log", None)  # the log a rank was read from (a live capture has none)

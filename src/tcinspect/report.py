@@ -434,6 +434,84 @@ def options_from_json(data: dict[str, Any]) -> Options:
 
 
 @dataclass(frozen=True)
+class FrameCoverage:
+    """One compile of a Python frame: the calls its graph captured, or why the frame ran eagerly."""
+
+    compile_id: str
+    function: str
+    file: str
+    line: int
+    #: The graph's call_function / call_method / call_module nodes (compilation_metrics' graph_op_count,
+    #: torch._dynamo.utils.count_calls): what this compile adds to ``calls_captured``.
+    calls_captured: int
+    #: Dynamo gave up on the frame and ran it eagerly (PyTorch CI counts it in ``fallbacks_to_eager``).
+    eager: bool = False
+    fail_type: str = ""  # torch's exception type when eager, e.g. "Unsupported"
+    reason: str = ""  # torch's first line of why, when eager
+    #: The user line torch gave up at (compilation_metrics' fail_user_frame_*), when torch says.
+    user_frame: Optional[SourceLocation] = None
+
+
+@dataclass(frozen=True)
+class EagerIsland:
+    """Eager ATen ops the measured call ran at one user line, between or outside compiled regions."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""  # the user's source line, when readable
+    ops: int = 0  # top-level ATen ops run there
+    time_us: float = 0.0  # their self CPU (on a GPU: device) time, in microseconds
+    #: The ATen ops, most run first, e.g. ("aten::add", 4)
+    op_counts: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class RuntimeCoverage:
+    """Of the ATen ops one measured call of the model ran (torch.profiler), how many ran inside compiled regions
+    (``Torch-Compiled Region`` spans, compiled backward nodes) and how many eagerly."""
+
+    ops: int = 0
+    compiled_ops: int = 0
+    eager_ops: int = 0
+    compiled_time_us: float = 0.0
+    eager_time_us: float = 0.0
+    #: Eager ops by user line, costliest first.
+    islands: tuple[EagerIsland, ...] = ()
+    #: Why nothing was measured ("" when measured), e.g. a script (no call tcinspect can repeat) or a log.
+    not_measured: str = ""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of the model torch.compile captured, with PyTorch CI's names and definitions
+    (benchmarks/dynamo/check_graph_breaks.py): ``counters["stats"]["calls_captured"]``,
+    ``counters["stats"]["unique_graphs"]`` and ``fallbacks_to_eager`` (``counters["frames"]["total"] - ["ok"]``)."""
+
+    #: "counters": torch's counters of this run, read as it ended; "compilation_metrics": a log, whose
+    #: per-compile records (graph_op_count, fail_type) give the same figures.
+    source: str
+    calls_captured: int
+    unique_graphs: int
+    fallbacks_to_eager: int
+    #: ``sum(counters["graph_break"].values())``, PyTorch CI's graph_breaks: it leaves out the breaks torch does
+    #: not resume after (a frame it skips, a data-dependent branch), which ``summary.graph_breaks`` counts.
+    #: -1 where torch's counter was not read (a log).
+    graph_break_counter: int = -1
+    #: ``counters["frames"]``: frames Dynamo was asked to convert, and those it converted; -1 for a log.
+    frames_total: int = -1
+    frames_ok: int = -1
+    #: Every compile, in order.
+    frames: tuple[FrameCoverage, ...] = ()
+    #: The measured call's ATen ops, compiled and eager; None where not asked for (older reports).
+    runtime: Optional[RuntimeCoverage] = None
+
+    @property
+    def eager_frames(self) -> tuple[FrameCoverage, ...]:
+        return tuple(f for f in self.frames if f.eager)
+
+
+@dataclass(frozen=True)
 class Summary:
     """The headline counts. docs/trace.md ("What each count means") defines each, a graph break included."""
 
@@ -449,6 +527,11 @@ class Summary:
     cache_misses: int
     #: Graphs the backend failed on, which ran eagerly: not counted in ``graphs``.
     graphs_failed: int = 0
+    #: PyTorch CI's coverage figures (Report.coverage): ops captured into graphs, graphs compiled, frames run
+    #: eagerly. -1 where the report has no coverage (saved before it was recorded).
+    calls_captured: int = -1
+    unique_graphs: int = -1
+    fallbacks_to_eager: int = -1
 
 
 @dataclass(frozen=True)
@@ -697,6 +780,9 @@ class Report:
     #: A TORCH_TRACE directory: signs that its rank logs are not one run's (another day, another torch or
     #: script, copies), found as the ranks were merged from their ``origin``. Derived, so compared through them.
     mixed_runs: tuple[MixedRun, ...] = field(default=(), compare=False)
+    #: How much of the model torch.compile captured (PyTorch CI's calls_captured, unique_graphs,
+    #: fallbacks_to_eager), per compile, and (a model file) at run time. None for reports saved before it.
+    coverage: Optional[Coverage] = None
 
     @property
     def summary(self) -> Summary:
@@ -720,6 +806,9 @@ class Report:
             cache_hits=sum(1 for o in self.stages.inductor.outputs if o.cache == "hit"),
             cache_misses=sum(1 for o in self.stages.inductor.outputs if o.cache == "miss"),
             graphs_failed=len(dyn.backend_failures),
+            calls_captured=self.coverage.calls_captured if self.coverage is not None else -1,
+            unique_graphs=self.coverage.unique_graphs if self.coverage is not None else -1,
+            fallbacks_to_eager=self.coverage.fallbacks_to_eager if self.coverage is not None else -1,
         )
 
     @property

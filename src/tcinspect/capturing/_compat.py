@@ -92,6 +92,17 @@ def reset_dynamo() -> None:
     torch._dynamo.reset()
 
 
+def dynamo_counters() -> dict[str, Any]:
+    """Dynamo's run counters as PyTorch CI reads them (benchmarks/dynamo/check_graph_breaks.py): ``stats``
+    (calls_captured, unique_graphs), ``frames`` (total, ok) and the ``graph_break`` total. torch._dynamo.utils.counters
+    (private: a Counter per group, 2.0-2.15), cleared by torch._dynamo.reset."""
+    from torch._dynamo.utils import counters
+
+    return {"stats": {k: int(v) for k, v in counters["stats"].items()},
+            "frames": {k: int(v) for k, v in counters["frames"].items()},
+            "graph_break": int(sum(counters["graph_break"].values()))}
+
+
 @contextlib.contextmanager
 def private_inductor_cache() -> Iterator[str]:
     """A fresh, empty Inductor/Triton cache directory: a cold compile (``--fresh``).

@@ -110,6 +110,10 @@ class Recorder(logging.Handler):
             self._add(ev_mod.Event(name=ev_mod.CALL_SHAPES_ARTIFACT, meta={"name": ev_mod.CALL_SHAPES_ARTIFACT},
                                    payload=json.dumps(shapes_of_call), call=call))
 
+    def add_artifact(self, name: str, payload: str, call: int) -> None:
+        """Log one of tcinspect's own JSON artifacts on the trace (parse/events.py names them)."""
+        self._add(ev_mod.Event(name=name, meta={"name": name, "encoding": "json"}, payload=payload, call=call))
+
     def _add(self, event: ev_mod.Event) -> None:
         self.events.append(event)
         if self._stream is not None:
@@ -377,6 +381,10 @@ class _Run:
             lambda: [e.compile_id for e in self.recorder.events if e.name == "compilation_metrics"], failed)
         percall.log(record)
 
+    def record_counters(self) -> None:
+        """Log Dynamo's run counters as the capture's own calls end (before any timed or measured call)."""
+        self.recorder.add_artifact(ev_mod.COUNTERS_ARTIFACT, json.dumps(_compat.dynamo_counters()), call=-1)
+
     def script_call(self) -> None:
         """A script called into what it compiled: the events that follow belong to this call."""
         self.recorder.call = self.calls
@@ -496,6 +504,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
         for index, args in enumerate([inputs, *sets]):
             if not all(run.call(model, compiled, args, where, index) for _ in range(repeat)):
                 break
+        run.record_counters()
         if opts.per_call:  # guards --per-call: time calls of the compiled model, now that it compiled
             run.per_call(compiled, [inputs, *sets])
         # --bench: while the compiled frames are alive, time one more call's kernels
@@ -590,7 +599,9 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
                 run.failure = _failure(exc)
             else:
                 raise modelfile.script_frame_error(exc, src.path) from exc
-    if not run.recorder.events:
+        finally:
+            run.record_counters()
+    if all(e.name == ev_mod.COUNTERS_ARTIFACT for e in run.recorder.events):
         raise ModelFileError(f"{src.path} was run as a script ({why}) and compiled nothing",
                              f"define `{model_name}` and `example_inputs`, or call torch.compile in the script")
     target = Target(kind="script", path=str(src.path), sha256=src.sha256)

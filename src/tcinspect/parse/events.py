@@ -48,6 +48,10 @@ PER_CALL_ARTIFACT = "tcinspect_per_call"
 #: tcinspect's records for ``memory`` (parse/memory.py): each forward node's module, and Inductor's peak estimates
 SAVED_MODULES_ARTIFACT = "tcinspect_saved_modules"
 INDUCTOR_MEMORY_ARTIFACT = "tcinspect_inductor_memory"
+#: Dynamo's run counters as the capture's calls ended (parse/coverage.py: calls_captured, frames run eagerly)
+COUNTERS_ARTIFACT = "tcinspect_dynamo_counters"
+#: tcinspect's measured call: the ATen ops it ran inside compiled regions and eagerly (parse/coverage.py)
+RUNTIME_COVERAGE_ARTIFACT = "tcinspect_runtime_coverage"
 
 #: Events the report is built from (assemble.py, ddp.py), besides tcinspect's own artifacts above.
 PARSED = frozenset({
@@ -257,7 +261,8 @@ def is_known(name: str) -> bool:
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
                          CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT, PER_CALL_ARTIFACT,
-                         SAVED_MODULES_ARTIFACT, INDUCTOR_MEMORY_ARTIFACT)
+                         SAVED_MODULES_ARTIFACT, INDUCTOR_MEMORY_ARTIFACT, COUNTERS_ARTIFACT,
+                         RUNTIME_COVERAGE_ARTIFACT)
             or _KNOWN_PATTERN.fullmatch(name) is not None)
 
 

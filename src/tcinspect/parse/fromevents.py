@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, cudagraphs, graph_execution, guardcost, provenance, regions, shapes
+from tcinspect.parse import assemble, coverage, cudagraphs, graph_execution, guardcost, provenance, regions, shapes
 from tcinspect.parse import breaks as breaks_mod
 from tcinspect.parse import compile_time as compile_time_events
 from tcinspect.parse import memory as memory_mod
@@ -101,6 +101,7 @@ def report_from_events(
         regions=regions.build(events, stages, metrics),
         memory=memory_mod.build(events, stages),
         graph_execution_order=graph_execution.build(events),
+        coverage=coverage.build(events, stages, metrics, target.kind),
     )
 
 

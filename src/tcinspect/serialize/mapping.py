@@ -69,6 +69,13 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
                     del r[key]
     if rep.memory is not None:  # only a run with a backward graph has one; other reports stay as they were
         out["memory"] = plain(rep.memory)
+    if rep.coverage is not None:  # reports saved before coverage was recorded have none
+        out["coverage"] = plain(rep.coverage)
+        runtime = out["coverage"].get("runtime")
+        if runtime is not None and not timings:  # measured times differ run to run
+            for holder in (runtime, *runtime["islands"]):
+                for key in [k for k in holder if k.endswith("_time_us")]:
+                    del holder[key]
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -84,6 +91,9 @@ def _summary(s: model.Summary) -> dict[str, Any]:
     out: dict[str, Any] = plain(s)
     if not out.get("graphs_failed"):  # written only when some graph failed, so other reports stay as they were
         out.pop("graphs_failed", None)
+    for key in ("calls_captured", "unique_graphs", "fallbacks_to_eager"):
+        if out.get(key, 0) < 0:  # a report without coverage (saved before it, a rank): left out, not -1
+            out.pop(key, None)
     return out
 
 

@@ -11,7 +11,7 @@ from tcinspect import report as model
 #: Report sections written only when present (see to_dict); every other field is always written.
 OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
                      "failure", "cudagraphs", "shapes", "guard_cost", "regions", "memory", "divergence",
-                     "mixed_runs", "graph_execution_order")
+                     "mixed_runs", "graph_execution_order", "coverage")
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped), except an option (``OPTIONS_OF_SCHEMA_1``);
 #: any other missing key is refused.
@@ -29,6 +29,9 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "DynamoGraph.backend_error", "DynamoStage.backend_failures", "Summary.graphs_failed",
     "GraphBreak.model_frame", "PassRun.decomposed", "OutputCode.unknown_provenance", "ShapeGuard.stage", "ShapeGuard.in_final_guards",
     "RankReport.graph_execution_order",  # written only when torch logged one (to_dict)
+    # written only when the report has coverage (to_dict); --no-timings leaves out the measured times
+    "Summary.calls_captured", "Summary.unique_graphs", "Summary.fallbacks_to_eager",
+    "RuntimeCoverage.compiled_time_us", "RuntimeCoverage.eager_time_us", "EagerIsland.time_us",
 })
 #: The options every report of schema 1 records. An option added since may be absent from a saved report:
 #: the report was captured before the option existed, so it was not asked for (its default is what ran).
