@@ -46,6 +46,18 @@ class Truth:
     ops_per_graph: list[int] = field(default_factory=list)
     #: (compile id, the exception's type or "") of each graph handed to the backend, in order
     handed: list[tuple[str, str]] = field(default_factory=list)
+    #: PyTorch CI's coverage figures from Dynamo's counters after the run: calls_captured, unique_graphs,
+    #: fallbacks_to_eager (counters["frames"]["total"] - ["ok"])
+    coverage: dict[str, int] = field(default_factory=dict)
+
+
+def coverage_counters() -> dict[str, int]:
+    """calls_captured, unique_graphs and fallbacks_to_eager as benchmarks/dynamo/check_graph_breaks.py reads them."""
+    from torch._dynamo.utils import counters
+
+    return {"calls_captured": int(counters["stats"]["calls_captured"]),
+            "unique_graphs": int(counters["stats"]["unique_graphs"]),
+            "fallbacks_to_eager": int(counters["frames"]["total"] - counters["frames"]["ok"])}
 
 
 @dataclass
@@ -148,6 +160,7 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
             run_all()
         unique = int(counters["stats"]["unique_graphs"])
         breaks = dict(counters["graph_break"])
+        coverage = coverage_counters()
         # compilation_metrics holds a second entry for a compile's backward: each compile id once
         recompiles = list(dict.fromkeys(m.compile_id for m in get_compilation_metrics()
                                         if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0))
@@ -155,7 +168,7 @@ def ground_truth(make: Callable[[], tuple[Any, tuple, list]], *, backend: str = 
                  for r in explainer.output().break_reasons if r.user_stack}
     finally:
         _reset()
-    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code), ops, seen)
+    return Truth(handed[0], unique, breaks, sites, recompiles, kernels, list(code), ops, seen, coverage)
 
 
 def op_count(gm: Any) -> int:
@@ -181,7 +194,8 @@ def script_truth(path: Path) -> Truth:
                      list(dict.fromkeys(m.compile_id for m in metrics
                                         if m.compile_id and int(str(m.compile_id).split("/")[-1]) > 0)),
                      # a compile that made no graph records 0 (Dynamo hands no empty graph to a backend)
-                     ops_per_graph=[m.graph_op_count for m in metrics if m.graph_op_count])
+                     ops_per_graph=[m.graph_op_count for m in metrics if m.graph_op_count],
+                     coverage=coverage_counters())
     finally:
         sys.argv = old_argv
         _reset()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
+from tcinspect.analysis import coverage
+from tcinspect.plaindata import plain
 from tcinspect.report import GraphBreak, Report, break_identity
 
 
@@ -24,6 +26,46 @@ def distinct_breaks(rep: Report) -> tuple[DistinctBreak, ...]:
         groups.setdefault(break_identity(b), []).append(b)
     return tuple(DistinctBreak(items[0], len(items), tuple(dict.fromkeys(b.compile_id for b in items)))
                  for items in groups.values())
+
+
+@dataclass(frozen=True)
+class BreakCost:
+    """What one distinct graph break costs, from torch's records and the measured call."""
+
+    #: The break made Dynamo give up on its whole frame, which ran eagerly (a fallback to eager).
+    frame_ran_eagerly: bool
+    #: ATen ops the measured call ran eagerly for it: at the break's line, or (a frame run eagerly) in that frame;
+    #: None where no call was measured (a log, a script).
+    eager_ops: Optional[int]
+    eager_time_us: Optional[float]
+    #: The calls captured in the graph this break ended (0 when it ended none).
+    calls_before: int
+
+
+def break_costs(rep: Report) -> list[tuple[DistinctBreak, BreakCost]]:
+    """Each distinct break with its cost, costliest first: a frame run eagerly, then eager ops (time on a GPU),
+    then the order torch met them."""
+    cov = rep.coverage
+    frames = {f.compile_id: f for f in cov.frames} if cov is not None else {}
+    runtime = cov.runtime if cov is not None and cov.runtime is not None and not cov.runtime.not_measured else None
+    out = []
+    for d in distinct_breaks(rep):
+        eager = [frames[c] for c in d.compile_ids if c in frames and frames[c].eager]
+        ops: Optional[int] = None
+        time_us: Optional[float] = None
+        if runtime is not None:
+            if eager:  # the frame's own lines ran eagerly
+                places = {(f.file, f.function) for f in eager}
+                hit = [i for i in runtime.islands if (i.file, i.function) in places]
+            else:
+                loc = d.first.user_frame
+                hit = [i for i in runtime.islands if loc is not None and (i.file, i.line) == (loc.file, loc.line)]
+            ops, time_us = sum(i.ops for i in hit), round(sum(i.time_us for i in hit), 3)
+        before = sum(frames[c].calls_captured for c in d.compile_ids if c in frames and not frames[c].eager)
+        out.append((d, BreakCost(bool(eager), ops, time_us, before)))
+    order = {id(d): n for n, (d, _) in enumerate(out)}
+    return sorted(out, key=lambda x: (not x[1].frame_ran_eagerly, -(x[1].eager_time_us or 0.0), -(x[1].eager_ops or 0),
+                                      order[id(x[0])]))
 
 
 def ops_per_graph(rep: Report) -> tuple[int, ...]:
@@ -46,10 +88,13 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
     }
     if s.graphs_failed:
         summary["graphs_failed"] = s.graphs_failed
+    if s.calls_captured >= 0:  # PyTorch CI's coverage figures (reports saved before them have none)
+        summary.update(calls_captured=s.calls_captured, unique_graphs=s.unique_graphs,
+                       fallbacks_to_eager=s.fallbacks_to_eager)
     if fullgraph:
         summary["compiles_with_fullgraph"] = fullgraph_ok(rep)
     rows = []
-    for d in distinct_breaks(rep):
+    for d, cost in break_costs(rep):
         b, loc = d.first, d.first.user_frame
         rows.append({
             "type": b.break_type,
@@ -68,6 +113,9 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             "model_frame": {"file": b.model_frame.file, "line": b.model_frame.line,
                             "function": b.model_frame.function, "code": b.model_frame.code}
             if b.model_frame else None,
+            # what it costs: its frame run eagerly, the eager ops of the measured call (null: none was measured)
+            "cost": {"frame_ran_eagerly": cost.frame_ran_eagerly, "eager_ops": cost.eager_ops,
+                     "eager_time_us": cost.eager_time_us, "calls_before": cost.calls_before},
         })
     doc = {"torch_version": rep.torch_version, "target": rep.target.path or rep.target.model_name,
            "summary": summary, "breaks": rows}
@@ -76,4 +124,6 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             {"compile_id": f.compile_id, "function": f.function, "file": f.file, "line": f.line, "error": f.error,
              "user_file": f.user_frame.file if f.user_frame else "", "user_line": f.user_frame.line if f.user_frame else 0}
             for f in rep.stages.dynamo.backend_failures]
+    if rep.coverage is not None:  # frames Dynamo gave up on, which ran eagerly (fallbacks_to_eager)
+        doc["eager_frames"] = [plain(f) for f in coverage.eager_frames(rep)]
     return doc

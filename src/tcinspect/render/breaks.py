@@ -7,7 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.breaks import distinct_breaks, fullgraph_ok, ops_per_graph
+from tcinspect.analysis import coverage
+from tcinspect.analysis.breaks import BreakCost, break_costs, fullgraph_ok, ops_per_graph
 from tcinspect.render.parts import library_path, plural
 from tcinspect.render.table import backend_failures_table
 from tcinspect.report import Report
@@ -25,6 +26,9 @@ def summary_line(rep: Report, fullgraph: bool = False) -> Text:
     line.append(f"{plural(s.graph_breaks, 'graph break')} ({s.distinct_graph_breaks} distinct)",
                 style="bold red" if s.graph_breaks else "bold green")
     line.append(f" · ops per graph: {ops}")
+    if rep.coverage is not None:
+        line.append("\n")
+        line.append(coverage.headline(rep.coverage), style="bold red" if rep.coverage.fallbacks_to_eager else "")
     if fullgraph:
         ok = fullgraph_ok(rep)
         line.append(" · fullgraph=True: ")
@@ -40,10 +44,39 @@ def source_context(context: tuple[tuple[int, str], ...], line: int) -> Text:
     return out
 
 
+def cost_cell(cost: BreakCost) -> Text:
+    """What a break costs, in a table cell: its frame run eagerly, the measured call's eager ops there."""
+    out = Text()
+    if cost.frame_ran_eagerly:
+        out.append("frame ran eagerly", style="bold red")
+    if cost.eager_ops is not None:
+        out.append(("\n" if out else "") + f"{cost.eager_ops} eager op{'s' if cost.eager_ops != 1 else ''}")
+    elif not cost.frame_ran_eagerly:
+        out.append("not measured", style="dim")
+    return out
+
+
+def eager_frames_table(rep: Report) -> Table:
+    """Frames Dynamo gave up on, which ran eagerly: where, where torch gave up, torch's reason."""
+    table = Table(title="Ran eagerly (fallbacks to eager)", title_justify="left", header_style="bold")
+    table.add_column("compile id", style="dim")
+    table.add_column("frame", style="cyan")
+    table.add_column("torch gave up at", style="yellow")
+    table.add_column("torch's reason")
+    for f in coverage.eager_frames(rep):
+        given_up = f"{f.user_frame.short()}  {f.user_frame.code}".rstrip() if f.user_frame else "?"
+        table.add_row(f.compile_id, f"{f.function} ({f.file.rsplit('/', 1)[-1]}:{f.line})", given_up,
+                      f"{f.fail_type}: {f.reason}" if f.reason else f.fail_type)
+    return table
+
+
 def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
     parts: list[RenderableType] = [summary_line(rep, fullgraph)]
-    groups = distinct_breaks(rep)
+    ranked = break_costs(rep)
+    groups = [d for d, _ in ranked]
     failures = [backend_failures_table(rep)] if rep.stages.dynamo.backend_failures else []
+    if coverage.eager_frames(rep):
+        parts.append(eager_frames_table(rep))
     if not groups:
         parts.append(Text("No graph breaks: Dynamo captured each compiled frame as one graph.", style="green"))
         return Group(*parts, *failures)
@@ -55,14 +88,15 @@ def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
     table.add_column("function")
     table.add_column("break type")
     table.add_column("count", justify="right")
+    table.add_column("cost")
     table.add_column("compile ids", style="dim")
-    for i, d in enumerate(groups, 1):
+    for i, (d, cost) in enumerate(ranked, 1):
         loc = d.first.user_frame
         kind = d.first.break_type + (f" ({d.first.gb_id})" if d.first.gb_id else "")
         cell = Text(loc.short() if loc else "?")
         if d.first.model_frame is not None:
             cell.append(f"\n↳ from {d.first.model_frame.short()}", style="dim")
-        table.add_row(str(i), cell, loc.function if loc else "", kind, str(d.count),
+        table.add_row(str(i), cell, loc.function if loc else "", kind, str(d.count), cost_cell(cost),
                       ", ".join(d.compile_ids))
     parts.append(table)
     for i, d in enumerate(groups, 1):

@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis import coverage as coverage_views
 from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.collectives import of_stages
 from tcinspect.analysis.guards import guard_kinds
@@ -59,6 +60,16 @@ def summary(rep: Report) -> RenderableType:
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_column(style="dim")
+    if rep.coverage is not None:  # how much of the model runs compiled, first (PyTorch CI's figures)
+        cov = rep.coverage
+        table.add_row("calls captured", str(cov.calls_captured),
+                      f"ops Dynamo put into {cov.unique_graphs} graph{'s' if cov.unique_graphs != 1 else ''}")
+        table.add_row(Text("ran eagerly", style="bold red" if cov.fallbacks_to_eager else "bold"),
+                      str(cov.fallbacks_to_eager), "frames Dynamo gave up on (fallbacks to eager)"
+                      + ("" if cov.source == "counters" else "; from the log's compile records"))
+        runtime = coverage_views.runtime_line(cov.runtime)
+        if runtime is not None:
+            table.add_row("compiled ops", *runtime)
     table.add_row("graphs", str(s.graphs), "FX graphs Dynamo captured (one per compiled frame)")
     if s.graphs_failed:
         table.add_row("graphs failed", str(s.graphs_failed), "the backend failed on them: those frames ran eagerly")
@@ -82,6 +93,10 @@ def summary(rep: Report) -> RenderableType:
                      ("inductor", rep.stages.inductor)):
         stages.add_row(name, _status(st.status, st.error))
     parts: list[RenderableType] = [table, stages]
+    for f in coverage_views.eager_frames(rep):
+        where = f" at {f.user_frame.short()} `{f.user_frame.code}`" if f.user_frame else ""
+        parts.append(Text(f"ran eagerly: {f.function} ({f.file.rsplit('/', 1)[-1]}:{f.line}): torch gave up{where}: "
+                          f"{f.reason or f.fail_type} (tcinspect breaks)", style="bold red"))
     if rep.error:
         parts.append(Text(f"capture incomplete: {rep.error}", style="bold red"))
     if rep.parse is not None:
