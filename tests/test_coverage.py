@@ -11,8 +11,9 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 
-from helpers import MODELS
+from helpers import MODELS, cli
 from tcinspect.capturing.engine import capture_file
 from tcinspect.parse import torchtrace
 from tcinspect.report import CompileOptions
@@ -87,3 +88,30 @@ def test_the_users_own_log_gives_the_counters_of_its_run(plain_run):
     assert cov.runtime is not None and "TORCH_TRACE log" in cov.runtime.not_measured
     [eager] = cov.eager_frames
     assert eager.user_frame is not None and eager.user_frame.code == "print(x.shape)"
+
+
+def test_check_fails_when_less_of_the_model_runs_compiled(capsys, tmp_path, monkeypatch):
+    # PyTorch CI's gate: a clean nanoGPT is the baseline; the same file with a print in its block loop makes torch
+    # run GPT.forward eagerly. Fewer calls captured and a frame run eagerly fail, naming the frame and the line;
+    # the smaller saved bytes that follow are not an improvement
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "model.py"
+    model.write_text((MODELS.parent / "conformance_models" / "nanogpt.py").read_text())
+    opts = ("--backend", "aot_eager", "--baseline", "base.yaml")
+    assert cli(capsys, "check", "model.py", *opts, "--update")[0] == 0
+    model.write_text(NANOGPT_PRINT.read_text())
+    code, out, _ = cli(capsys, "check", "model.py", *opts, "--format", "json")
+    findings = {f["check"]: f for f in json.loads(out)["findings"]}
+    assert code == 1
+    base = yaml.safe_load((tmp_path / "base.yaml").read_text())["models"]["model.py"]
+    assert findings["calls_captured"]["status"] == "fail", (findings["calls_captured"], base)
+    assert f"< baseline {base['calls_captured']}" in findings["calls_captured"]["message"]
+    assert findings["fallbacks_to_eager"]["status"] == "fail"
+    assert "given up at model.py:" in findings["fallbacks_to_eager"]["message"]
+    assert "print(x.shape)" in findings["fallbacks_to_eager"]["message"]
+    assert not [f for f in findings.values() if f["status"] == "improved"]
+    assert "not an improvement" in findings["saved_bytes"]["message"]
+    # a budget on eager frames, without a baseline
+    code, out, _ = cli(capsys, "check", "model.py", "--backend", "aot_eager", "--max-fallbacks-to-eager", "0")
+    assert code == 1 and "fallbacks_to_eager 1 > max 0" in out

@@ -24,6 +24,8 @@ class Budgets:
     compile_time_tolerance: Optional[float] = None
     guard_latency_tolerance: Optional[float] = None
     expect_warm: bool = False
+    #: a drop in calls_captured past this many percent of the baseline's fails (PyTorch CI's 5%)
+    calls_captured_tolerance: float = checks.CALLS_CAPTURED_TOLERANCE_PCT
 
 
 def judge(name: str, path: str, rep: Report, limits: checks.Limits, budgets: Budgets,
@@ -45,6 +47,7 @@ def judge(name: str, path: str, rep: Report, limits: checks.Limits, budgets: Bud
         findings += divergence.labelled(checks.compare(name, one, entry), prefix)
     if "specialized" in entry:  # recorded since baselines hold it
         findings += shapecheck.compare(name, rep, entry)
+    findings += checks.compare_coverage(name, rep, entry, budgets.calls_captured_tolerance)
     findings += checks.compare_memory(name, rep, entry)
     if budgets.compile_time_tolerance is not None:
         findings.append(checks.compare_compile_time(name, rep, entry, budgets.compile_time_tolerance, baseline_path))
@@ -58,7 +61,7 @@ def judge(name: str, path: str, rep: Report, limits: checks.Limits, budgets: Bud
                              f"{baseline_path} --update --expect-warm`")
         findings += [checks.Finding(name, what, status, text, rep.target.path if status == "fail" else "")
                      for what, status, text in caches.expect_warm_findings(name, rep, entry, path)]
-    return findings
+    return checks.not_improvements(findings)
 
 
 def baseline_entry(rep: Report, budgets: Budgets) -> dict[str, Any]:

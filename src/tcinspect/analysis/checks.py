@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -50,13 +50,18 @@ class Limits:
     saved_bytes: Optional[int] = None
     #: compiled / eager peak of one training step, measured on a CUDA GPU (``--max-peak-ratio``)
     peak_ratio: Optional[float] = None
+    #: frames Dynamo gave up on and ran eagerly, PyTorch CI's fallbacks_to_eager (``--max-fallbacks-to-eager``)
+    fallbacks_to_eager: Optional[int] = None
+    #: lowest share of the measured call's ATen ops that run compiled, 0-1 (``--min-coverage``)
+    min_coverage: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
 
     def any(self) -> bool:
         return bool(self.items()) or any(v is not None for v in (
-            self.compile_time_s, self.guard_latency_us, self.min_region_reuse, self.saved_bytes, self.peak_ratio)) \
+            self.compile_time_s, self.guard_latency_us, self.min_region_reuse, self.saved_bytes, self.peak_ratio,
+            self.min_coverage)) \
             or any(getattr(self, m) is not None for m in SECTION_METRICS)
 
 
@@ -72,7 +77,10 @@ def _cudagraphs(rep: Report, what: str) -> Optional[int]:
 SECTION_METRICS: dict[str, Any] = {
     "cudagraph_skips": lambda rep: _cudagraphs(rep, "skips"),
     "cudagraph_recordings": lambda rep: _cudagraphs(rep, "recordings"),
+    "fallbacks_to_eager": lambda rep: rep.coverage.fallbacks_to_eager if rep.coverage is not None else None,
 }
+#: PyTorch CI's tolerance for a drop in calls_captured (benchmarks/dynamo/check_graph_breaks.py): 5 percent
+CALLS_CAPTURED_TOLERANCE_PCT = 5.0
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,7 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         if value is None:
             out.append(Finding(model, name, "ok", f"{name}: not in this run (CUDA graphs off), max {limit}"))
         elif value > limit:
-            out.append(Finding(model, name, "fail", f"{name} {value} > max {limit}{_cudagraph_why(rep)}",
+            out.append(Finding(model, name, "fail", f"{name} {value} > max {limit}{_why(name, rep)}",
                                rep.target.path))
         else:
             out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
@@ -145,8 +153,74 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         out.append(_guard_latency_finding(model, rep, limits.guard_latency_us))
     if limits.min_region_reuse is not None:
         out += region_findings(model, rep, limits.min_region_reuse)
+    if limits.min_coverage is not None:
+        out.append(coverage_finding(model, rep, limits.min_coverage))
     out += memory_limits(model, rep, limits)
     return out
+
+
+def coverage_finding(model: str, rep: Report, minimum: float) -> Finding:
+    """``--min-coverage``: the measured call's ATen ops that ran compiled; not measured is said, not judged."""
+    from tcinspect.analysis.coverage import compiled_share
+
+    runtime = rep.coverage.runtime if rep.coverage is not None else None
+    share = compiled_share(runtime)
+    if share is None or runtime is None:
+        why = runtime.not_measured if runtime is not None and runtime.not_measured else \
+            "no call was measured (a report saved before tcinspect measured coverage)"
+        return Finding(model, "coverage", "ok", f"coverage not measured ({why}): min {_pct(minimum)} not judged")
+    worst = runtime.islands[0] if runtime.islands else None
+    where = f"; most eager ops at {worst.file.rsplit('/', 1)[-1]}:{worst.line} `{worst.code}`" if worst else ""
+    if share < minimum:
+        return Finding(model, "coverage", "fail", f"coverage {_pct(share)} of ATen ops ran compiled < min "
+                       f"{_pct(minimum)} ({runtime.eager_ops} of {runtime.ops} ran eagerly{where})",
+                       worst.file if worst else rep.target.path, worst.line if worst else 0)
+    return Finding(model, "coverage", "ok", f"coverage {_pct(share)} of ATen ops ran compiled >= min {_pct(minimum)}")
+
+
+def _why(name: str, rep: Report) -> str:
+    """What a failing section count stems from, in the finding's words."""
+    if name == "fallbacks_to_eager":
+        from tcinspect.analysis.coverage import eager_frames
+
+        named = [f"{f.function} ({f.file.rsplit('/', 1)[-1]}:{f.line})"
+                 + (f" given up at {f.user_frame.short()} `{f.user_frame.code}`" if f.user_frame else "")
+                 for f in eager_frames(rep)]
+        return f" (ran eagerly: {'; '.join(named)})" if named else ""
+    return _cudagraph_why(rep)
+
+
+def compare_coverage(model: str, rep: Report, base: dict[str, Any], tolerance_pct: float) -> list[Finding]:
+    """calls_captured against the baseline's, as PyTorch CI gates it: a drop of more than ``tolerance_pct`` percent
+    fails (nothing is judged where the baseline predates coverage or the report has none)."""
+    before = base.get("calls_captured")
+    if rep.coverage is None or isinstance(before, bool) or not isinstance(before, int):
+        return []
+    now = rep.coverage.calls_captured
+    if now < before * (1 - tolerance_pct / 100):
+        return [Finding(model, "calls_captured", "fail", f"calls captured {now} < baseline {before} (a drop of "
+                        f"{100 * (before - now) / before:.0f}%, more than {tolerance_pct:g}%){_why('fallbacks_to_eager', rep)}",
+                        rep.target.path)]
+    if now > before:
+        return [Finding(model, "calls_captured", "improved", f"calls captured {now} > baseline {before}")]
+    within = "" if now == before else f" (within {tolerance_pct:g}%)"
+    return [Finding(model, "calls_captured", "ok", f"calls captured {now} {'=' if now == before else '<'} baseline "
+                    f"{before}{within}")]
+
+
+def coverage_fell(findings: Sequence[Finding]) -> bool:
+    """Less of the model runs compiled than in the baseline: fewer calls captured or more frames run eagerly."""
+    return any(f.status == "fail" and f.check in ("calls_captured", "fallbacks_to_eager") for f in findings)
+
+
+def not_improvements(findings: Sequence[Finding]) -> list[Finding]:
+    """When coverage fell, fewer kernels, graphs, breaks or saved bytes are what the eager code no longer compiles:
+    said as such, never as an improvement."""
+    if not coverage_fell(findings):
+        return list(findings)
+    return [replace(f, status="ok", message=f"{f.message} (not an improvement: less of the model runs compiled)")
+            if f.status == "improved" and f.check not in ("calls_captured", "fallbacks_to_eager") else f
+            for f in findings]
 
 
 def saved_bytes(rep: Report) -> int:
@@ -270,6 +344,8 @@ def snapshot(rep: Report, compile_time: bool = False, guard_latency_us: bool = F
     entry: dict[str, Any] = {m: metric(rep, m) for m in METRICS}
     entry["breaks"] = [{"type": k.type, "function": k.function, "code": k.code} for k in breaks]
     entry["recompile_reasons"] = reasons
+    if rep.coverage is not None:  # only a report with coverage: older baselines stay as they were
+        entry["calls_captured"] = rep.coverage.calls_captured
     if compile_time:
         entry["compile_time_s"] = round(rep.summary.compile_time_s, 3)
     for name, read in SECTION_METRICS.items():
@@ -413,7 +489,7 @@ def compare(model: str, rep: Report, base: dict[str, Any]) -> list[Finding]:
         if now_value is None or isinstance(before_value, bool) or not isinstance(before_value, int):
             continue  # recorded on one side only: nothing to compare
         if now_value > before_value:
-            out.append(Finding(model, name, "fail", f"{name} {now_value} > baseline {before_value}{_cudagraph_why(rep)}",
+            out.append(Finding(model, name, "fail", f"{name} {now_value} > baseline {before_value}{_why(name, rep)}",
                                rep.target.path))
         elif now_value < before_value:
             out.append(Finding(model, name, "improved", f"{name} {now_value} < baseline {before_value}"))
@@ -467,13 +543,18 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     if saved is not None and (isinstance(saved, bool) or not isinstance(saved, int) or saved < 0):
         raise UsageError(f"{where}: max_saved_bytes must be a whole number >= 0, not {saved!r}",
                          f"fix max_saved_bytes in {where}")
+    least = values.get("min_coverage")
+    if least is not None and (isinstance(least, bool) or not isinstance(least, (int, float)) or not 0 <= least <= 1):
+        raise UsageError(f"{where}: min_coverage must be a share from 0 to 1, not {least!r}",
+                         f"fix min_coverage in {where}")
     ratio = values.get("max_peak_ratio")
     if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0):
         raise UsageError(f"{where}: max_peak_ratio must be a number > 0, not {ratio!r}", f"fix max_peak_ratio in {where}")
     return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None,
                   guard_latency_us=float(latency) if latency is not None else None,
                   min_region_reuse=float(reuse) if reuse is not None else None, saved_bytes=saved,
-                  peak_ratio=float(ratio) if ratio is not None else None)
+                  peak_ratio=float(ratio) if ratio is not None else None,
+                  min_coverage=float(least) if least is not None else None)
 
 
 @dataclass(frozen=True)
@@ -533,7 +614,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
     for m in (*METRICS, "compile_time_s", "guard_latency_us", "min_region_reuse", "saved_bytes", "peak_ratio",
-              *SECTION_METRICS):
+              "min_coverage", *SECTION_METRICS):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

@@ -286,10 +286,13 @@ class _Run:
         self.reference: Optional[verify.Reference] = None  # eager outputs and gradients (verify)
         #: under a CUDA-graph mode on a GPU: each call starts a step (torch.compiler.cudagraph_mark_step_begin)
         self.cudagraph_steps = False
+        self.counters_before: dict[str, Any] = {"stats": {}, "frames": {}, "graph_break": 0}
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
         _compat.reset_dynamo()
+        # torch's counters live as long as the process (reset() leaves them): this run's are the difference
+        self.counters_before = _compat.dynamo_counters()
         start = time.perf_counter()
         with contextlib.ExitStack() as stack:
             if self.fresh:
@@ -383,7 +386,10 @@ class _Run:
 
     def record_counters(self) -> None:
         """Log Dynamo's run counters as the capture's own calls end (before any timed or measured call)."""
-        self.recorder.add_artifact(ev_mod.COUNTERS_ARTIFACT, json.dumps(_compat.dynamo_counters()), call=-1)
+        now, before = _compat.dynamo_counters(), self.counters_before
+        ran = {group: {k: v - before[group].get(k, 0) for k, v in now[group].items()} for group in ("stats", "frames")}
+        ran["graph_break"] = now["graph_break"] - before["graph_break"]
+        self.recorder.add_artifact(ev_mod.COUNTERS_ARTIFACT, json.dumps(ran), call=-1)
 
     def script_call(self) -> None:
         """A script called into what it compiled: the events that follow belong to this call."""

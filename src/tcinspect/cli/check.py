@@ -46,6 +46,15 @@ GuardLatencyTolerance = Annotated[Optional[float], typer.Option(
 MaxSavedBytes = Annotated[Optional[int], typer.Option(
     "--max-saved-bytes", help="Fail when the forward graphs save more than this many bytes for backward "
                               "(tcinspect memory).", show_default=False, min=0, metavar="BYTES")]
+MaxFallbacks = Annotated[Optional[int], _max(
+    "--max-fallbacks-to-eager", "frames Dynamo gave up on and ran eagerly (PyTorch CI's fallbacks_to_eager)")]
+MinCoverage = Annotated[Optional[float], typer.Option(
+    "--min-coverage", help="Fail when less than this share (0-1) of the ATen ops one measured call runs ran "
+                           "compiled (a model file; elsewhere said, not checked).",
+    show_default=False, min=0, max=1, metavar="SHARE")]
+CallsCapturedTolerance = Annotated[float, typer.Option(
+    "--calls-captured-tolerance", help="With --baseline: fail when calls captured drop more than this many percent "
+                                       "below the baseline's (PyTorch CI's rule).", min=0, metavar="PCT")]
 MaxPeakRatio = Annotated[Optional[float], typer.Option(
     "--max-peak-ratio", help="Fail when one training step's peak memory compiled over eager exceeds this "
                              "(measured on a CUDA device only; elsewhere said, not checked).",
@@ -95,6 +104,9 @@ def check(
     min_region_reuse: MinRegionReuse = None,
     max_saved_bytes: MaxSavedBytes = None,
     max_peak_ratio: MaxPeakRatio = None,
+    max_fallbacks_to_eager: MaxFallbacks = None,
+    min_coverage: MinCoverage = None,
+    calls_captured_tolerance: CallsCapturedTolerance = 5.0,
     expect_warm: Annotated[bool, typer.Option(
         "--expect-warm", help="With --baseline: fail when a compile cache look-up that hit in the baseline misses "
                               "now, naming torch's reason and the key components that changed; with --update: "
@@ -117,7 +129,8 @@ def check(
     cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
                                cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
                                guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse,
-                               saved_bytes=max_saved_bytes, peak_ratio=max_peak_ratio)
+                               saved_bytes=max_saved_bytes, peak_ratio=max_peak_ratio,
+                               fallbacks_to_eager=max_fallbacks_to_eager, min_coverage=min_coverage)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if guard_latency_tolerance is not None and baseline_path is None:
@@ -132,7 +145,7 @@ def check(
     base = checks.load_baseline(baseline_path) if baseline_path is not None and not update else None
 
     budgets = budget.Budgets(max_specializations, tuple(static_ok or ()), compile_time_tolerance,
-                             guard_latency_tolerance, expect_warm)
+                             guard_latency_tolerance, expect_warm, calls_captured_tolerance)
     outcome, snapshots = checks.Outcome(), {}
     for path in paths:
         name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
