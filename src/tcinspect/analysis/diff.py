@@ -11,7 +11,10 @@ from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.checks import BreakKey
 from tcinspect.report import Report
 
-_COUNTS = ("graphs", "graph_breaks", "distinct_graph_breaks", "recompiles", "guards", "aot_graphs", "kernels")
+_COUNTS = ("calls_captured", "fallbacks_to_eager", "graphs", "graph_breaks", "distinct_graph_breaks", "recompiles",
+           "guards", "aot_graphs", "kernels")
+#: Counts a report saved before coverage was recorded has as -1 (Summary): compared only where both have them
+_COVERAGE = ("calls_captured", "fallbacks_to_eager")
 
 
 @dataclass
@@ -36,7 +39,8 @@ def _graph_key(g: Any) -> str:
 def diff(a: Report, b: Report) -> Diff:
     d = Diff()
     sa, sb = a.summary, b.summary
-    d.counts = [(n, getattr(sa, n), getattr(sb, n)) for n in _COUNTS if getattr(sa, n) != getattr(sb, n)]
+    d.counts = [(n, getattr(sa, n), getattr(sb, n)) for n in _COUNTS if getattr(sa, n) != getattr(sb, n)
+                and not (n in _COVERAGE and min(getattr(sa, n), getattr(sb, n)) < 0)]
 
     ga = {_graph_key(g): g for g in a.stages.dynamo.graphs}
     gb = {_graph_key(g): g for g in b.stages.dynamo.graphs}

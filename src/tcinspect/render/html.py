@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
+from tcinspect.analysis import coverage as coverage_views
 from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.codegen import fusion_summary
 from tcinspect.errors import GraphvizError, GraphvizTimeout
@@ -188,6 +189,14 @@ class _Page:
                                                           f"inductor {inductor:.2f} s"),
             ("cache", f"{s.cache_hits} / {s.cache_misses}", "FX graph cache hit / miss"),
         )
+        cov = rep.coverage
+        if cov is not None:  # how much of the model runs compiled, first (PyTorch CI's figures)
+            runtime = coverage_views.runtime_line(cov.runtime)
+            stats = (("calls_captured", cov.calls_captured, f"calls captured in {cov.unique_graphs} graphs"),
+                     ("fallbacks_to_eager", cov.fallbacks_to_eager, "frames ran eagerly (fallbacks to eager)"),
+                     *((("compiled_ops", runtime[0], "ATen ops of the measured call ran compiled"),)
+                       if runtime is not None and cov.runtime is not None and not cov.runtime.not_measured else ()),
+                     *stats)
         cards = "".join(f'<div class="stat" data-key="{k}"><b>{_e(v)}</b><span>{_e(label)}</span></div>'
                         for k, v, label in stats)
         st = rep.stages
@@ -197,6 +206,16 @@ class _Page:
                  f'<ul class="stages">{stages}</ul>']
         if rep.error:
             parts.append(f'<p class="alert">capture incomplete: {_e(rep.error)}</p>')
+        for f in coverage_views.eager_frames(rep):
+            where = f" at {_e(f.user_frame.short())} <code>{_e(f.user_frame.code)}</code>" if f.user_frame else ""
+            parts.append(f'<p class="alert">ran eagerly: {_e(f.function)} ({_e(f.file.rsplit("/", 1)[-1])}:{f.line}): '
+                         f'torch gave up{where}: {_e(f.reason or f.fail_type)}</p>')
+        if cov is not None and cov.runtime is not None and cov.runtime.islands:
+            rows = "".join(f"<tr><td>{_e(i.file.rsplit('/', 1)[-1])}:{i.line}<td>{_e(i.function)}<td><code>{_e(i.code)}"
+                           f"</code><td class=num>{i.ops}<td class=num>{i.time_us:.1f}" for i in cov.runtime.islands)
+            parts.append(_fold(f"eager islands · {len(cov.runtime.islands)} (ATen ops the measured call ran eagerly)",
+                               "<table><thead><tr><th>where<th>function<th>line<th>ops<th>µs</thead>"
+                               f"<tbody>{rows}</tbody></table>", True, "table"))
         for e in rep.input_errors:
             parts.append(f'<p class="alert">input set {e.input_set} raised: {_e(e.error)}</p>')
         if rep.compiles:
