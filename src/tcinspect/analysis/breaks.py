@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from tcinspect.analysis import coverage
 from tcinspect.plaindata import plain
-from tcinspect.report import GraphBreak, Report, break_identity
+from tcinspect.report import FrameCoverage, GraphBreak, Report, break_identity
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,39 @@ class BreakCost:
     eager_time_us: Optional[float]
     #: The calls captured in the graph this break ended (0 when it ended none).
     calls_before: int
+    #: The calls captured in the graph Dynamo resumed with after it: the first compile of the resume function
+    #: torch named for the break's line (``torch_dynamo_resume_in_<fn>_at_<line>``); None where torch compiled none.
+    calls_after: Optional[int] = None
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two recorded paths name one file: torch records a model file as it was given (relative or not),
+    the profiler's stack as Python ran it."""
+    a, b = a.replace("\\", "/"), b.replace("\\", "/")
+    return a == b or a.endswith("/" + b.lstrip("./")) or b.endswith("/" + a.lstrip("./"))
+
+
+_RESUME = re.compile(r"torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)")
+
+
+def _calls_after(d: DistinctBreak, frames: dict[str, FrameCoverage]) -> Optional[int]:
+    """The calls of the graph after a break: the resume function torch compiled for the break's line."""
+    broke = [frames[c] for c in d.compile_ids if c in frames]
+    if not broke:
+        return None
+    names = {(m["fn"] if (m := _RESUME.fullmatch(f.function)) else f.function) for f in broke}
+    lines = {x.line for x in (d.first.user_frame, d.first.model_frame) if x is not None}
+    first: dict[str, int] = {}
+    for f in frames.values():
+        m = _RESUME.fullmatch(f.function)
+        if m and m["fn"] in names and int(m["line"]) in lines and f.file in {b.file for b in broke}:
+            first.setdefault(f.function, f.calls_captured)
+    return sum(first.values()) if first else None
 
 
 def break_costs(rep: Report) -> list[tuple[DistinctBreak, BreakCost]]:
-    """Each distinct break with its cost, costliest first: a frame run eagerly, then eager ops (time on a GPU),
-    then the order torch met them."""
+    """Each distinct break with its cost, costliest first: a frame run eagerly, then the measured call's eager ops
+    (their time on a GPU), then the order torch met them."""
     cov = rep.coverage
     frames = {f.compile_id: f for f in cov.frames} if cov is not None else {}
     runtime = cov.runtime if cov is not None and cov.runtime is not None and not cov.runtime.not_measured else None
@@ -55,17 +84,22 @@ def break_costs(rep: Report) -> list[tuple[DistinctBreak, BreakCost]]:
         time_us: Optional[float] = None
         if runtime is not None:
             if eager:  # the frame's own lines ran eagerly
-                places = {(f.file, f.function) for f in eager}
-                hit = [i for i in runtime.islands if (i.file, i.function) in places]
+                hit = [i for i in runtime.islands if any(i.function == f.function and same_file(i.file, f.file)
+                                                         for f in eager)]
             else:
                 loc = d.first.user_frame
-                hit = [i for i in runtime.islands if loc is not None and (i.file, i.line) == (loc.file, loc.line)]
+                hit = [i for i in runtime.islands if loc is not None and i.line == loc.line and same_file(i.file, loc.file)]
             ops, time_us = sum(i.ops for i in hit), round(sum(i.time_us for i in hit), 3)
         before = sum(frames[c].calls_captured for c in d.compile_ids if c in frames and not frames[c].eager)
-        out.append((d, BreakCost(bool(eager), ops, time_us, before)))
+        out.append((d, BreakCost(bool(eager), ops, time_us, before, None if eager else _calls_after(d, frames))))
     order = {id(d): n for n, (d, _) in enumerate(out)}
-    return sorted(out, key=lambda x: (not x[1].frame_ran_eagerly, -(x[1].eager_time_us or 0.0), -(x[1].eager_ops or 0),
-                                      order[id(x[0])]))
+    gpu = rep.device.startswith("cuda")  # a GPU's time ranks; a CPU's is noisy next to a count of ops
+
+    def cost(x: tuple[DistinctBreak, BreakCost]) -> tuple[bool, float, float, int]:
+        ops, time_us = float(x[1].eager_ops or 0), x[1].eager_time_us or 0.0
+        return (not x[1].frame_ran_eagerly, -(time_us if gpu else ops), -(ops if gpu else time_us), order[id(x[0])])
+
+    return sorted(out, key=cost)
 
 
 def ops_per_graph(rep: Report) -> tuple[int, ...]:
@@ -114,8 +148,11 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
                             "function": b.model_frame.function, "code": b.model_frame.code}
             if b.model_frame else None,
             # what it costs: its frame run eagerly, the eager ops of the measured call (null: none was measured)
+            # (time only on a GPU, where it ranks them: a CPU's differs run to run and ops rank them)
             "cost": {"frame_ran_eagerly": cost.frame_ran_eagerly, "eager_ops": cost.eager_ops,
-                     "eager_time_us": cost.eager_time_us, "calls_before": cost.calls_before},
+                     "eager_time_us": cost.eager_time_us if rep.device.startswith("cuda") else None,
+                     "calls_before": cost.calls_before,
+                     "calls_after": cost.calls_after},
         })
     doc = {"torch_version": rep.torch_version, "target": rep.target.path or rep.target.model_name,
            "summary": summary, "breaks": rows}

@@ -53,6 +53,9 @@ def cost_cell(cost: BreakCost) -> Text:
         out.append(("\n" if out else "") + f"{cost.eager_ops} eager op{'s' if cost.eager_ops != 1 else ''}")
     elif not cost.frame_ran_eagerly:
         out.append("not measured", style="dim")
+    if not cost.frame_ran_eagerly:  # the calls captured in the graph it ended, and in the one after it
+        after = "?" if cost.calls_after is None else str(cost.calls_after)
+        out.append(f"\ncalls {cost.calls_before} | {after}", style="dim")
     return out
 
 
