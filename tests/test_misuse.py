@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MODELS, ROOT, cli
+from helpers import DATA, MODELS, ROOT, cli
 from tcinspect import cache, interrupts, serialize
 from tcinspect.analysis.checks import Finding, Outcome
 from tcinspect.errors import ExitCode
@@ -232,3 +232,23 @@ def test_a_bug_in_the_capture_process_is_an_internal_error_not_a_crash(tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "result.json").read_text())
     assert "no_such_option" in data["internal"] and "Traceback" in data["internal"]
+
+
+def test_a_bug_in_tcinspect_is_exit_70_with_its_traceback_and_one_line(tmp_path):
+    # the real CLI (python -m tcinspect's main) on a TORCH_TRACE log, with one of its steps raising as a bug would:
+    # the traceback, then one line saying it is tcinspect's bug, exit 70 (docs/errors.md), nothing on stdout
+    log = DATA / "torch_trace" / "torch-2.13.0" / "graph_breaks.log.gz"
+    program = ("import sys\n"
+               "import tcinspect.cli.breaks as command\n"
+               "def broken(*args, **kwargs):\n"
+               "    raise RuntimeError('a bug on purpose')\n"
+               "command.breaks_document = broken\n"
+               "from tcinspect.cli import main\n"
+               f"sys.exit(main(['breaks', {str(log)!r}, '--format', 'json']))\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "TCINSPECT_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == int(ExitCode.INTERNAL_ERROR) == 70
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == "tcinspect: internal error (the traceback above is a bug in tcinspect; please report it)"
+    assert "Traceback (most recent call last)" in done.stderr and "RuntimeError: a bug on purpose" in done.stderr
