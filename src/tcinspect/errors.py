@@ -8,6 +8,7 @@
         ├── TcinspectError        the tool's own errors: one line, the cause and the fix; ``exit_code`` (2
         │   │                     unless a subclass says otherwise), caught once by the CLI
         │   ├── UsageError        a bad option or combination of options
+        │   │   ├── DynamoConfigError a torch._dynamo.config setting this torch does not have or take
         │   │   ├── OutputPathError   an output path tcinspect will not write
         │   │   │   └── OutputWriteError  a write that failed (also the OSError it was)
         │   │   └── GraphvizError     Graphviz's ``dot`` is missing or could not lay a graph out
@@ -122,6 +123,10 @@ class ReportFailedError(TcinspectError):
         super().__init__(cause, fix)
         self.kind = kind
         self.exit_code = exit_code_for(kind)
+
+
+class DynamoConfigError(UsageError):
+    """A torch._dynamo.config setting (``name=value``) this torch does not have, or a value it does not take."""
 
 
 class GraphvizError(UsageError):

@@ -324,6 +324,10 @@ class CompileFields:
     device: str = ""
     #: FX passes applied to the ATen graphs before Inductor (``module:fn`` or ``file.py:fn``)
     passes: tuple[str, ...] = ()
+    #: torch._dynamo.config settings for the capture, each ``name=value`` (``breaks --try-fixes`` tries one per
+    #: trial): True/False or a Python literal; a set-valued config (reorderable_logging_functions) takes the dotted
+    #: names of functions, comma-separated, added to its set. Applied in the capture's child process only.
+    dynamo_config: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -460,6 +464,8 @@ class EagerIsland:
     line: int
     function: str
     code: str = ""  # the user's source line, when readable
+    #: The module whose forward the line ran in (its path in the user's model), when the profiler says
+    module: str = ""
     ops: int = 0  # top-level ATen ops run there
     time_us: float = 0.0  # their self CPU (on a GPU: device) time, in microseconds
     #: The ATen ops, most run first, e.g. ("aten::add", 4)

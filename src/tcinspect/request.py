@@ -7,13 +7,23 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from tcinspect import cache, serialize
-from tcinspect.errors import ModelFileError, ReportFormatError, TraceLogError, UsageError
+from tcinspect.errors import (
+    DynamoConfigError,
+    ModelFileError,
+    ReportFormatError,
+    TcinspectError,
+    TraceLogError,
+    UsageError,
+)
 from tcinspect.report import Failure, Options, Report, Request
 
-__all__ = ["Obtained", "Request", "load", "obtain", "obtained"]
+if TYPE_CHECKING:
+    from tcinspect.analysis.fixes import ConfigFix, FixTrial
+
+__all__ = ["Obtained", "Request", "check_try_fixes", "load", "obtain", "obtained", "try_fix", "try_fixes"]
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -252,12 +262,16 @@ def _resolve(request: Request) -> Obtained:
 
     if not request.fresh:
         _check_inductor_cache_dir()
+    if nproc is not None and options.compile.dynamo_config:
+        raise UsageError("dynamo_config applies to a capture in one child process, not to --nproc ranks",
+                         "leave out --nproc, or set torch._dynamo.config in the script itself")
     if nproc is not None:
         from tcinspect.capturing import launcher
 
         # the merged report; a rank's failure is in its `failure` (analysis.divergence.rank_failure)
         report = launcher.capture(request, source)
-    elif request.timeout is not None or request.isolate:
+    elif request.timeout is not None or request.isolate or options.compile.dynamo_config:
+        # dynamo_config is applied in the child alone (isolate._child), so that this process keeps its config
         from tcinspect.capturing.isolate import capture_isolated  # the child imports torch, not us
 
         report = capture_isolated(request, source)
@@ -297,3 +311,51 @@ def _check_inductor_cache_dir() -> None:
         raise UsageError(f"Inductor's cache directory {value} (TORCHINDUCTOR_CACHE_DIR) is not a directory", fix)
     if not os.access(value, os.R_OK | os.X_OK):
         raise UsageError(f"Inductor's cache directory {value} (TORCHINDUCTOR_CACHE_DIR) is not readable", fix)
+
+
+#: the fix line of every input --try-fixes cannot re-run
+_NEEDS_MODEL = "give the model file (.py with `model` and `example_inputs`) the report was made from"
+
+
+def check_try_fixes(request: Request) -> None:
+    """Refuse, before anything compiles, what ``breaks --try-fixes`` cannot re-run: no file, a saved report, a
+    TORCH_TRACE log, a script, or --nproc ranks (a UsageError, exit 2)."""
+    from tcinspect.capturing import modelfile
+
+    file = request.file
+    if file is None:
+        raise UsageError("--try-fixes re-runs a model file, and none was given", _NEEDS_MODEL)
+    if is_report_path(file):
+        raise UsageError(f"--try-fixes re-runs a model file, and {file} is a saved report", _NEEDS_MODEL)
+    if is_torch_trace(file):
+        raise UsageError(f"--try-fixes re-runs a model file, and {file} is a TORCH_TRACE log", _NEEDS_MODEL)
+    if request.nproc is not None:
+        raise UsageError("--try-fixes runs each trial in one process, not on --nproc ranks", "leave out --nproc")
+    if modelfile.read(Path(file), request.model, request.as_script).is_script:
+        raise UsageError(f"--try-fixes re-runs a model on its example inputs, and {file} is run as a script "
+                         f"(it defines no `{request.model}`)", "define `model` and `example_inputs` in it")
+
+
+def try_fix(request: Request, before: Report, fix: ConfigFix) -> FixTrial:
+    """``fix`` tried in a capture of its own (capturing.tryfix: a child process, verified against eager, nothing
+    stored) and judged against ``before``, the report of ``request`` that suggested it. A trial that fails is a
+    FixTrial with its error; only a bug in tcinspect raises."""
+    from tcinspect.analysis import fixes
+    from tcinspect.capturing import tryfix
+
+    check_try_fixes(request)
+    try:
+        after = tryfix.run(request, before, fix.setting)
+    except DynamoConfigError as exc:  # this torch has no such config: nothing ran
+        return fixes.judge(before, fix, error=exc.one_line(), tried=False)
+    except TcinspectError as exc:  # the model raised under the setting, ...
+        return fixes.judge(before, fix, error=exc.one_line())
+    return fixes.judge(before, fix, after)
+
+
+def try_fixes(request: Request, before: Report) -> tuple[FixTrial, ...]:
+    """Each config fix ``before``'s graph breaks and eager frames suggest (analysis.fixes.candidates), tried one at a
+    time (``try_fix``)."""
+    from tcinspect.analysis.fixes import candidates
+
+    return tuple(try_fix(request, before, fix) for fix in candidates(before))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tcinspect.analysis import coverage
+from tcinspect.analysis import coverage, fixes
 from tcinspect.plaindata import plain
 from tcinspect.report import FrameCoverage, GraphBreak, Report, break_identity
 
@@ -111,7 +112,8 @@ def fullgraph_ok(rep: Report) -> bool:
     return not rep.stages.dynamo.graph_breaks and rep.stages.dynamo.status == "ok"
 
 
-def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
+def breaks_document(rep: Report, fullgraph: bool = False,
+                    trials: Optional[Sequence[fixes.FixTrial]] = None) -> dict[str, Any]:
     """The `breaks` command's YAML/JSON: a summary, then each distinct break as separate fields."""
     s = rep.summary
     summary: dict[str, Any] = {
@@ -128,8 +130,10 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
     if fullgraph:
         summary["compiles_with_fullgraph"] = fullgraph_ok(rep)
     rows = []
+    frames = {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
     for d, cost in break_costs(rep):
         b, loc = d.first, d.first.user_frame
+        status = fixes.fix_status(b, trials, frames.get(b.compile_id))
         rows.append({
             "type": b.break_type,
             "gb_id": b.gb_id,
@@ -143,6 +147,9 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             "explanation": b.explanation,
             "hints": list(b.hints),
             "fix": b.fix,
+            # whether the fix was verified by a trial capture (breaks --try-fixes), in words
+            "fix_verified": status.startswith("verified:"),
+            "fix_status": status,
             # a break in another file: the line of the model that led there (None otherwise)
             "model_frame": {"file": b.model_frame.file, "line": b.model_frame.line,
                             "function": b.model_frame.function, "code": b.model_frame.code}
@@ -163,4 +170,6 @@ def breaks_document(rep: Report, fullgraph: bool = False) -> dict[str, Any]:
             for f in rep.stages.dynamo.backend_failures]
     if rep.coverage is not None:  # frames Dynamo gave up on, which ran eagerly (fallbacks_to_eager)
         doc["eager_frames"] = [plain(f) for f in coverage.eager_frames(rep)]
+    if trials is not None:  # breaks --try-fixes: each trial, before -> after
+        doc["fixes"] = fixes.fixes_document(trials)
     return doc

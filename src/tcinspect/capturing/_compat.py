@@ -6,6 +6,7 @@ what it touches and why.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import os
@@ -19,6 +20,8 @@ from types import FrameType
 from typing import Any, Optional
 
 import torch
+
+from tcinspect.errors import DynamoConfigError
 
 #: The structured-trace logger (torch/_logging/_internal.py: ``trace_log``). It never
 #: propagates; trace_structured() emits only while it has a handler (2.11-2.15).
@@ -101,6 +104,72 @@ def dynamo_counters() -> dict[str, Any]:
     return {"stats": {k: int(v) for k, v in counters["stats"].items()},
             "frames": {k: int(v) for k, v in counters["frames"].items()},
             "graph_break": int(sum(counters["graph_break"].values()))}
+
+
+@contextlib.contextmanager
+def dynamo_config(settings: Sequence[str]) -> Iterator[None]:
+    """torch._dynamo.config with ``settings`` (``name=value``, Options.dynamo_config) applied for the duration,
+    through torch._dynamo.config.patch (public since 2.0), which restores every value after.
+
+    A bool config takes True/False; a set-valued one (reorderable_logging_functions, ignore_logging_functions:
+    sets of functions, 2.11-2.15) takes dotted names of functions, comma-separated, added to its set; any other
+    config a Python literal. A name this torch does not have is a DynamoConfigError (nested_graph_breaks, say,
+    where a torch predates it)."""
+    if not settings:
+        yield
+        return
+    import torch._dynamo.config as config
+
+    changes: dict[str, Any] = {}
+    for setting in settings:
+        name, eq, text = (part.strip() for part in setting.partition("="))
+        if not eq or not name.isidentifier():
+            raise DynamoConfigError(f"dynamo_config {setting!r} is not NAME=VALUE",
+                                    "give each setting as NAME=VALUE, e.g. capture_scalar_outputs=True")
+        if not hasattr(config, name):
+            raise DynamoConfigError(f"torch {torch.__version__} has no torch._dynamo.config.{name}",
+                                    "leave it out: this torch version does not have that setting")
+        current = getattr(config, name)
+        if isinstance(current, (set, frozenset)):
+            changes[name] = set(current) | {_function_named(n.strip(), name) for n in text.split(",") if n.strip()}
+        elif isinstance(current, bool):
+            if text.lower() not in ("true", "false"):
+                raise DynamoConfigError(f"torch._dynamo.config.{name} is True or False, not {text!r}",
+                                        f"give {name}=True or {name}=False")
+            changes[name] = text.lower() == "true"
+        else:
+            try:
+                changes[name] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise DynamoConfigError(f"dynamo_config {setting!r}: {text!r} is not a Python literal",
+                                        f"give {name}= a number, a string in quotes, True, False or None") from None
+    with config.patch(**changes):
+        yield
+
+
+def _function_named(dotted: str, config_name: str) -> Any:
+    """The function a dotted name names: a builtin (``print``) or ``module.function`` (``warnings.warn``)."""
+    import builtins
+    import importlib
+
+    parts = dotted.split(".")
+    if len(parts) == 1 and callable(getattr(builtins, dotted, None)):
+        return getattr(builtins, dotted)
+    for cut in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                found = getattr(found, attr)
+        except AttributeError:
+            break
+        if callable(found):
+            return found
+        break
+    raise DynamoConfigError(f"torch._dynamo.config.{config_name}: no function named {dotted!r}",
+                            "give a builtin (print) or a module-level function as module.function (warnings.warn)")
 
 
 @contextlib.contextmanager
@@ -969,3 +1038,103 @@ def counting_compiled_calls(on_call: Callable[[], None]) -> Iterator[None]:
             context.__call__ = original
         else:
             del context.__call__
+
+
+class ProfiledEvent:
+    """One event of a finished torch.profiler run as plain data, with its parent and children.
+
+    ``kind``: "op" (an ATen op, a ``record_function`` span, an autograd node), "py" (a Python call, recorded
+    under ``with_stack=True``) or "other" (device activity, allocations). A Python call's ``caller`` is the
+    frame that made it, at the line it made it: (file, line, function); a call of a Python function also has
+    its ``callsite`` (file, first line, function) and, for an ``nn.Module`` call, ``module_id`` (``id()``).
+    """
+
+    __slots__ = ("caller", "callsite", "children", "correlation_id", "end_ns", "kind", "module_id", "name", "parent",
+                 "sequence_nr", "start_ns")
+
+    def __init__(self, kind: str, name: str, start_ns: int, end_ns: int, parent: Optional[ProfiledEvent]) -> None:
+        self.kind, self.name, self.start_ns, self.end_ns, self.parent = kind, name, start_ns, end_ns, parent
+        self.correlation_id, self.sequence_nr, self.module_id = 0, -1, 0
+        self.caller: Optional[tuple[str, int, str]] = None
+        self.callsite: Optional[tuple[str, int, str]] = None
+        self.children: list[ProfiledEvent] = []
+
+
+def profiled_events(prof: Any) -> list[ProfiledEvent]:
+    """The roots of a finished ``torch.profiler.profile``'s event tree (ops, spans and, with ``with_stack``,
+    Python calls, nested as they ran on each thread).
+
+    ``prof.profiler.kineto_results.experimental_event_tree()`` (torch._C._profiler, 2.11-2.15): ``_ProfilerEvent``
+    with ``tag`` (_EventType.TorchOp, PyCall, PyCCall, ...), ``children`` and ``extra_fields``: a TorchOp's
+    ``sequence_number`` (its autograd node's, -1 if none), a Python call's ``caller`` (``_PyFrameState``: the
+    calling frame's file_name, line_number and function_name when the call was made), a PyCall's ``callsite``
+    (the called function, at its first line) and ``module`` (``_NNModuleInfo.self_ptr``, the module's id())
+    where an nn.Module was called. ``FunctionEvent.stack`` holds only the functions' first lines; the callers'
+    lines are read here.
+    """
+    from torch._C._profiler import _EventType
+
+    absolute = _tracer_file_resolver()
+
+    def frame(state: Any) -> Optional[tuple[str, int, str]]:
+        if state is None:
+            return None
+        return absolute(str(state.file_name)), int(state.line_number), str(state.function_name)
+
+    roots: list[ProfiledEvent] = []
+    todo: list[tuple[Any, Optional[ProfiledEvent]]] = [(e, None) for e in reversed(
+        prof.profiler.kineto_results.experimental_event_tree())]
+    while todo:  # iterative: Python stacks nest deeper than the recursion limit allows for
+        raw, parent = todo.pop()
+        tag = raw.tag
+        kind = "op" if tag == _EventType.TorchOp else "py" if tag in (_EventType.PyCall, _EventType.PyCCall) else "other"
+        event = ProfiledEvent(kind, str(raw.name), int(raw.start_time_ns), int(raw.end_time_ns), parent)
+        extra = raw.extra_fields
+        if kind == "op":
+            event.correlation_id = int(raw.correlation_id)
+            event.sequence_nr = int(getattr(extra, "sequence_number", -1))
+        elif kind == "py":
+            event.caller = frame(getattr(extra, "caller", None))
+            if tag == _EventType.PyCall:
+                event.callsite = frame(getattr(extra, "callsite", None))
+                module = getattr(extra, "module", None)
+                event.module_id = int(module.self_ptr) if module is not None else 0
+        (parent.children if parent is not None else roots).append(event)
+        todo.extend((child, event) for child in reversed(raw.children))
+    return roots
+
+
+def _tracer_file_resolver() -> Callable[[str], str]:
+    """Maps the file names torch's Python tracer records back to paths.
+
+    The tracer names a file relative to the longest of sys.path, the site-packages directories and torch's
+    parent directory it lies under (``torch/nn/modules/module.py``, ``model.py``), from a list it reads once
+    per process (torch/profiler/python_tracer.py ``_prefix_regex``, 2.11-2.15). The same list, read now, and
+    the working directory find the file; a name no prefix makes a file of (``<eval_with_key>.3``) stays.
+    """
+    try:
+        from torch.profiler.python_tracer import _prefix_regex
+
+        prefixes = list(_prefix_regex())
+    except (ImportError, AttributeError):
+        prefixes = []
+    prefixes.append(os.getcwd() + os.sep)
+    known: dict[str, str] = {}
+
+    def absolute(name: str) -> str:
+        if name not in known:
+            found = name
+            if name and not name.startswith("<") and not os.path.isabs(name):
+                found = next((p + name for p in prefixes if os.path.isfile(p + name)), name)
+            known[name] = found
+        return known[name]
+
+    return absolute
+
+
+
+def refused_to_compile(exc: BaseException) -> bool:
+    """Whether ``exc`` is Dynamo refusing a compile under ``torch.compiler.set_stance("fail_on_recompile")``: a plain
+    RuntimeError raised by the stance's ``fail_callback`` in torch/_dynamo/eval_frame.py (2.11-2.15)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and frames[-1].name == "fail_callback" and "_dynamo" in frames[-1].filename

@@ -299,6 +299,8 @@ class _Run:
                 stack.enter_context(_compat.private_inductor_cache())
             if self.quiet:
                 stack.enter_context(_compat.quiet_torch_logs())
+            # torch._dynamo.config settings asked for (breaks --try-fixes), restored as the recording ends
+            stack.enter_context(_compat.dynamo_config(self.options.dynamo_config))
             stack.enter_context(_compat.provenance_tracking(self.recorder.output_code_files))
             stack.enter_context(_compat.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
             stack.enter_context(_compat.trace_handler(self.recorder))
@@ -390,6 +392,15 @@ class _Run:
         ran = {group: {k: v - before[group].get(k, 0) for k, v in now[group].items()} for group in ("stats", "frames")}
         ran["graph_break"] = now["graph_break"] - before["graph_break"]
         self.recorder.add_artifact(ev_mod.COUNTERS_ARTIFACT, json.dumps(ran), call=-1)
+
+    def runtime_coverage(self, model: Any, compiled: Callable[..., Any], inputs: modelfile.Call, device: str) -> None:
+        """Log which ATen ops one more call of the compiled model runs compiled and which eagerly
+        (capturing/runtime_coverage.py)."""
+        from tcinspect.capturing import runtime_coverage
+
+        self.recorder.call = -1  # the measured call belongs to no input set
+        record = runtime_coverage.measure(compiled, inputs, self.step, model=model, device=device)
+        self.recorder.add_artifact(ev_mod.RUNTIME_COVERAGE_ARTIFACT, json.dumps(record), call=-1)
 
     def script_call(self) -> None:
         """A script called into what it compiled: the events that follow belong to this call."""
@@ -511,6 +522,8 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
             if not all(run.call(model, compiled, args, where, index) for _ in range(repeat)):
                 break
         run.record_counters()
+        if run.failure is None:  # which ATen ops one more call runs compiled, which eagerly (after the record)
+            run.runtime_coverage(model, compiled, inputs, device)
         if opts.per_call:  # guards --per-call: time calls of the compiled model, now that it compiled
             run.per_call(compiled, [inputs, *sets])
         # --bench: while the compiled frames are alive, time one more call's kernels

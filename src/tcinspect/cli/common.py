@@ -165,7 +165,8 @@ class Capture:
         """The compile options, each under its CompileOptions field's name (``no_backward`` sets ``backward``);
         CompileOptions checks them."""
         v = {**self.values, **changes}
-        given: dict[str, Any] = {k: tuple(v[k] or ()) if k == "passes" else v[k] for k in _COMPILE_FIELDS}
+        # a compile field no command takes as an option (dynamo_config: breaks --try-fixes sets it) keeps its default
+        given: dict[str, Any] = {k: tuple(v[k] or ()) if k == "passes" else v[k] for k in _COMPILE_FIELDS if k in v}
         return CompileOptions(**given, backward=not v["no_backward"])
 
     def request(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Request:

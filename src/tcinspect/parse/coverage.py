@@ -107,7 +107,7 @@ def _runtime(data: Optional[dict[str, Any]], target_kind: str) -> Optional[Runti
         return RuntimeCoverage(not_measured=why) if why else None
     islands = tuple(
         EagerIsland(file=str(i.get("file", "")), line=int(i.get("line", 0)), function=str(i.get("function", "")),
-                    code=str(i.get("code", "")), ops=int(i.get("ops", 0)), time_us=float(i.get("time_us", 0.0)),
+                    code=str(i.get("code", "")), module=str(i.get("module", "")), ops=int(i.get("ops", 0)), time_us=float(i.get("time_us", 0.0)),
                     op_counts=tuple((str(n), int(c)) for n, c in i.get("op_counts") or ()))
         for i in data.get("islands") or ())
     return RuntimeCoverage(ops=int(data.get("ops", 0)), compiled_ops=int(data.get("compiled_ops", 0)),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Optional
+
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -9,6 +12,7 @@ from rich.text import Text
 
 from tcinspect.analysis import coverage
 from tcinspect.analysis.breaks import BreakCost, break_costs, fullgraph_ok, ops_per_graph
+from tcinspect.analysis.fixes import FixTrial, fix_status
 from tcinspect.render.parts import library_path, plural
 from tcinspect.render.table import backend_failures_table
 from tcinspect.report import Report
@@ -73,10 +77,11 @@ def eager_frames_table(rep: Report) -> Table:
     return table
 
 
-def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
+def breaks(rep: Report, fullgraph: bool = False, trials: Optional[Sequence[FixTrial]] = None) -> RenderableType:
     parts: list[RenderableType] = [summary_line(rep, fullgraph)]
     ranked = break_costs(rep)
     groups = [d for d, _ in ranked]
+    frames = {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
     failures = [backend_failures_table(rep)] if rep.stages.dynamo.backend_failures else []
     if coverage.eager_frames(rep):
         parts.append(eager_frames_table(rep))
@@ -116,6 +121,7 @@ def breaks(rep: Report, fullgraph: bool = False) -> RenderableType:
         if b.fix:
             body.append("Suggested fix: ", style="bold green")
             body.append(f"{b.fix}\n")
+            body.append(f"({fix_status(b, trials, frames.get(b.compile_id))})\n", style="dim")
         if b.model_frame is not None:
             m = b.model_frame
             body.append("Reached from your code: ", style="bold")

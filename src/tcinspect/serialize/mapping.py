@@ -74,7 +74,7 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         runtime = out["coverage"].get("runtime")
         if runtime is not None and not timings:  # measured times differ run to run
             for holder in (runtime, *runtime["islands"]):
-                for key in [k for k in holder if k.endswith("_time_us")]:
+                for key in [k for k in holder if k.endswith("time_us")]:
                     del holder[key]
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
