@@ -62,6 +62,11 @@ def measure(compiled: Callable[..., Any], inputs: Any, step: Callable[[Callable[
             model: Any = None, device: str = "") -> dict[str, Any]:
     """Profile one more call of ``compiled`` made by ``step(compiled, inputs)``; the record as plain data, or
     ``{"not_measured": why}`` when the call could not be measured."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        # a rank whose one more call stopped on a guard while the others ran their collectives would hang the job
+        return {"not_measured": "a rank of a distributed job: one more call would run its collectives again"}
     try:
         return _measure(compiled, modelfile.as_call(inputs), step, model if model is not None else compiled, device)
     except Exception as exc:  # noqa: BLE001 - a measurement that fails says why in the report; the capture stands
