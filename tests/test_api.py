@@ -176,7 +176,7 @@ def test_the_aoti_child_compiles_the_bytes_its_parent_read(tmp_path, monkeypatch
 def test_options_record_every_compile_option_under_its_own_name():
     # Options.of / Options.compile copy CompileOptions field by field: a new compile option is one field in each
     every = CompileOptions(backend="aot_eager", mode="max-autotune", fullgraph=True, dynamic="true", backward=False,
-                           device="cpu", passes=("p.py:f",))
+                           device="cpu", passes=("p.py:f",), dynamo_config=("capture_scalar_outputs=True",))
     assert every != CompileOptions() and all(getattr(every, n) != getattr(CompileOptions(), n)
                                              for n in CompileOptions.__dataclass_fields__)
     assert Options.of(every).compile == every
