@@ -504,9 +504,6 @@ class Coverage:
     #: not resume after (a frame it skips, a data-dependent branch), which ``summary.graph_breaks`` counts.
     #: -1 where torch's counter was not read (a log).
     graph_break_counter: int = -1
-    #: ``counters["frames"]``: frames Dynamo was asked to convert, and those it converted; -1 for a log.
-    frames_total: int = -1
-    frames_ok: int = -1
     #: Every compile, in order.
     frames: tuple[FrameCoverage, ...] = ()
     #: The measured call's ATen ops, compiled and eager; None where not asked for (older reports).

@@ -197,6 +197,15 @@ def compare_coverage(model: str, rep: Report, base: dict[str, Any], tolerance_pc
     if rep.coverage is None or isinstance(before, bool) or not isinstance(before, int):
         return []
     now = rep.coverage.calls_captured
+    runtime, recorded = rep.coverage.runtime, base.get("eager_ops")
+    was_eager = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else None
+    if now < before * (1 - tolerance_pct / 100) and runtime is not None and not runtime.not_measured \
+            and was_eager is not None and runtime.eager_ops <= was_eager \
+            and rep.coverage.fallbacks_to_eager <= int(base.get("fallbacks_to_eager") or 0):
+        # fewer ops captured, and no more run eagerly (the measured call's): the model has fewer ops, e.g. a fixed
+        # break's own code removed; coverage did not fall
+        return [Finding(model, "calls_captured", "ok", f"calls captured {now} < baseline {before}, and no more ATen ops "
+                        f"ran eagerly ({runtime.eager_ops} <= {was_eager}): the model has fewer ops, none fell to eager")]
     if now < before * (1 - tolerance_pct / 100):
         return [Finding(model, "calls_captured", "fail", f"calls captured {now} < baseline {before} (a drop of "
                         f"{100 * (before - now) / before:.0f}%, more than {tolerance_pct:g}%){_why('fallbacks_to_eager', rep)}",
@@ -346,6 +355,9 @@ def snapshot(rep: Report, compile_time: bool = False, guard_latency_us: bool = F
     entry["recompile_reasons"] = reasons
     if rep.coverage is not None:  # only a report with coverage: older baselines stay as they were
         entry["calls_captured"] = rep.coverage.calls_captured
+        runtime = rep.coverage.runtime
+        if runtime is not None and not runtime.not_measured:  # the measured call's ATen ops that ran eagerly
+            entry["eager_ops"] = runtime.eager_ops
     if compile_time:
         entry["compile_time_s"] = round(rep.summary.compile_time_s, 3)
     for name, read in SECTION_METRICS.items():

@@ -1,14 +1,17 @@
-"""`tcinspect guards`: what each graph assumed, and why it recompiled."""
+"""`tcinspect guards`: why it recompiled and what to do, then what each graph assumed."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
-from tcinspect.report import Options
+from tcinspect.report import Options, Report
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 
 @app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true --per-call 5")
@@ -27,17 +30,28 @@ def guards(
                            "lookup per call and the share of the call before its first op (0: none).",
         min=0, max=1000, metavar="N")] = 0,
 ) -> None:
-    """Guards per graph by kind (shape, dtype, device, value, ...), then each recompile: which input set, which guard failed, what to do."""
+    """Each recompile first (which input set, which guard failed, what to do), then the guards per graph by kind (shape, dtype, device, value, ...)."""
     from dataclasses import replace
 
-    from tcinspect.analysis import divergence
+    from tcinspect.analysis import divergence, findings
     from tcinspect.analysis.guards import guards_document
-    from tcinspect.render import guards as render
-    from tcinspect.render import ranks
 
     opts = capture.compile()
     rep = capture.obtain(file, script_args, compile=opts, per_call=per_call,
                          also_accept=(replace(Options.of(replace(opts, backend="inductor")), per_call=per_call),))
-    c.emit_document(divergence.document(rep, guards_document), fmt, output,
-                    lambda: ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key))
+    c.emit_document(divergence.document(rep, lambda x: {**guards_document(x), "findings": findings.document(x)}),
+                    fmt, output, lambda: _table(rep, all_kinds))
     c.exit_for(rep)
+
+
+def _table(rep: Report, all_kinds: bool) -> RenderableType:
+    """Each recompile and its fix, then the guards; a distributed report's findings lead its ranks' overview."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from tcinspect.analysis import divergence
+    from tcinspect.render import findings, ranks
+    from tcinspect.render import guards as render
+
+    view = ranks.per_rank(rep, lambda x: render.guards(x, all_kinds), divergence.guards_key)
+    return Group(findings.block(rep), Text(""), view) if rep.ranks else view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -14,6 +14,9 @@ from tcinspect.cli._app import app
 from tcinspect.errors import UsageError
 from tcinspect.render import table as render
 from tcinspect.report import Report
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 StageOpt = Annotated[Optional[list[str]], typer.Option(
     "--stage", "-s", help=f"Show only these stages ({', '.join(render.STAGES)}); repeat or comma-separate.",
@@ -47,20 +50,31 @@ def trace(
     capture: c.Capture,
     no_timings: Annotated[bool, typer.Option("--no-timings", help="Leave timings out of YAML/JSON.")] = False,
 ) -> None:
-    """Compile a model file once and show every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
+    """Compile a model file once: the findings that need action first, then every stage: Dynamo graphs, guards, graph breaks, AOT graphs, kernels."""
     stages = _stages(stage)
     limit = None if all_rows else render.ROW_LIMIT
     opts = capture.compile()
     if graph and fmt != "svg" and not (output and output.suffix.lower() == ".svg"):
         raise UsageError("--graph picks graphs to draw, so it needs --format svg", "add --format svg or -o graph.svg")
-    from tcinspect.render import ranks
-
     rep = capture.obtain(file, script_args, compile=opts)
     # with -o FILE the terminal gets the summary and where the file went (every stage is in the file), unless
     # --stage asks for more
     shown = ["summary"] if output is not None and stages is None else stages
-    c.emit(rep, fmt, output, lambda: ranks.trace(rep, shown, code, limit), not no_timings, pages=_pages(rep, graph or ()))
+    c.emit(rep, fmt, output, lambda: _table(rep, shown, code, limit), not no_timings, pages=_pages(rep, graph or ()))
     c.exit_for(rep)
+
+
+def _table(rep: Report, stages: Optional[Sequence[str]], code: bool, limit: Optional[int]) -> RenderableType:
+    """The terminal view; a distributed report's findings lead it (a single report's follow its header)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from tcinspect.render import findings, ranks
+
+    view = ranks.trace(rep, stages, code, limit)
+    if not rep.ranks or (stages is not None and "summary" not in stages):
+        return view
+    return Group(findings.block(rep), Text(""), view)
 
 
 def _pages(rep: Report, graphs: Sequence[str]) -> dict[str, Callable[[], str]]:

@@ -54,7 +54,7 @@ def build(events: Sequence[Event], stages: Stages, metrics: Sequence[CompileMetr
     total, ok = int(seen.get("total", 0)), int(seen.get("ok", 0))
     return Coverage(source=COUNTERS, calls_captured=int(stats.get("calls_captured", 0)),
                     unique_graphs=int(stats.get("unique_graphs", 0)), fallbacks_to_eager=total - ok,
-                    graph_break_counter=int(counters.get("graph_break", 0)), frames_total=total, frames_ok=ok,
+                    graph_break_counter=int(counters.get("graph_break", 0)),
                     frames=frames, runtime=runtime)
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import guard_cost as gc
+from tcinspect.render.findings import your_code
 from tcinspect.render.parts import _clip, _limited
 from tcinspect.report import Report
 
@@ -72,9 +73,9 @@ def parts(rep: Report, all_rows: bool = False, limit: Optional[int] = 50) -> lis
         t.add_column("compile id")
         t.add_column("placement")
         t.add_column("guard", style="cyan")
-        t.add_column("from your code", style="dim")
+        t.add_column("your code", no_wrap=not all_rows, overflow="ellipsis", max_width=None if all_rows else 44)
         for cid, x in _limited(lam, None if all_rows else limit, t):
-            t.add_row(cid, x.placement, _clip(gc.readable(x.expression), 110), x.user_code.split("  # ")[0])
+            t.add_row(cid, x.placement, _clip(gc.readable(x.expression), 110), your_code(x.user_code, all_rows))
         out.append(t)
     if growing:
         t = Table(title="Guards that grow with the model (layer index normalised to [*])", title_justify="left",

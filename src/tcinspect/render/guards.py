@@ -1,4 +1,4 @@
-"""Report -> the `guards` view: guards per graph by kind, and why each recompile happened."""
+"""Report -> the `guards` view: why each recompile happened and what to do, then guards per graph by kind."""
 
 from __future__ import annotations
 
@@ -8,20 +8,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis import findings
 from tcinspect.analysis.frames import frames
 from tcinspect.analysis.guards import guard_checks, guard_kinds
 from tcinspect.render import guardcost
+from tcinspect.render.findings import your_code
 from tcinspect.render.parts import _limited
-from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph
+from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph, input_name, recompiles_table
 from tcinspect.report import Report
-
-
-def _input_name(i: int, script: bool = False) -> str:
-    if i < 0:
-        return "?"
-    if script:
-        return f"call {i + 1}"
-    return "example_inputs" if i == 0 else f"input_sets[{i - 1}]"
 
 
 def _plural(n: int, word: str) -> str:
@@ -29,7 +23,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMIT) -> RenderableType:
-    """Guards per graph (the first ``limit`` rows of each table: a 16-layer Llama has 1,500), then recompiles."""
+    """Each recompile and its fix first, then the guards per graph (the first ``limit`` rows of each table: a 16-layer
+    Llama has 1,500), then what the guards cost."""
     fr = frames(rep)
     entries = ", ".join(f"{f.function}: {f.cache_entries}" for f in fr) or "-"
     head = Text()
@@ -44,6 +39,17 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
     if cost:
         head.append(f"\n{cost}")
     parts: list[RenderableType] = [head]
+    # the answer first: why it recompiled and what to do, then what each graph assumed
+    if rep.stages.dynamo.recompiles:
+        parts.append(recompiles_table(rep))
+    else:
+        parts.append(Text("No recompiles.", style="green"))
+    for e in rep.input_errors:
+        parts.append(Text(f"{input_name(e.input_set, script)} raised: {e.error}", style="red"))
+    overhead = next((f for f in findings.findings(rep) if f.kind == "guard_overhead"), None)
+    if overhead is not None:
+        parts.append(Text.assemble(("Guard overhead: ", "bold"), f"{overhead.what} — {overhead.cost}\n  ",
+                                   ("lever: ", "bold green"), overhead.fix, (" (Levers, below)", "dim")))
     for g in rep.stages.dynamo.graphs:
         checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
         kinds = ", ".join(f"{k} {v}" for k, v in guard_kinds(g.guards))
@@ -53,7 +59,8 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
         t.add_column("kind")
         t.add_column("check", style="cyan")
         t.add_column("guard", style="dim")
-        t.add_column("from your code", style="dim")
+        # one line a row (the file and line, then as much of the code as fits); --all wraps it whole
+        t.add_column("your code", no_wrap=not all_kinds, overflow="ellipsis", max_width=None if all_kinds else 32)
         hidden = 0
         shown = []
         for kind, text, x in checks:
@@ -65,27 +72,10 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
                 continue
             shown.append((kind, text, x))
         for kind, text, x in _limited(shown, None if all_kinds else limit, t):
-            t.add_row(kind, text if len(text) < 110 else text[:109] + "…", x.guard_type, x.user_code.split("  # ")[0])
+            t.add_row(kind, text if len(text) < 110 else text[:109] + "…", x.guard_type, your_code(x.user_code, all_kinds))
         parts.append(t)
         if hidden:
             parts.append(Text(f"  + {hidden} type / identity / bookkeeping checks (--all shows them)", style="dim"))
     parts.extend(_guards_without_graph(rep))
-    if rep.stages.dynamo.recompiles:
-        t = Table(title="Recompiles", title_justify="left", header_style="bold")
-        t.add_column("compile id")
-        t.add_column("triggered by")
-        t.add_column("failed guard (as PyTorch reports it)", style="cyan")
-        t.add_column("suggestion")
-        for r in rep.stages.dynamo.recompiles:
-            failed = r.reasons[0] if r.reasons else "(PyTorch gave no reason)"
-            note = Text(r.suggestion)
-            if r.limit_hit:
-                note = Text("recompile limit hit: ran eagerly. ", style="bold red") + note
-            t.add_row(r.compile_id, _input_name(r.input_set, script), failed, note)
-        parts.append(t)
-    else:
-        parts.append(Text("No recompiles.", style="green"))
-    for e in rep.input_errors:
-        parts.append(Text(f"{_input_name(e.input_set, script)} raised: {e.error}", style="red"))
     parts.extend(guardcost.parts(rep, all_kinds, limit))
     return Group(*parts)

@@ -25,7 +25,7 @@ from tcinspect.render import dot
 from tcinspect.render.layered import LAYERED_MAX_NODES, layered
 from tcinspect.render.picture import KernelRef, Picture, kernel_refs, pictures
 from tcinspect.render.svg import DOT_NODES, inline
-from tcinspect.render.table import USER_GUARD_KINDS, backward_inductor_s, guard_expression
+from tcinspect.render.table import USER_GUARD_KINDS, compile_time_note, guard_expression
 from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Guard, Node, OutputCode, Report, guards_per_compile
 
 #: Tables with more rows, and pictures with more nodes, start collapsed: a 10,000-node page must
@@ -101,11 +101,11 @@ def _swatch(ref: Optional[KernelRef]) -> str:
 class _Page:
     """Builds the page; keeps the per-page budgets (highlighted code, drawn nodes)."""
 
-    def __init__(self, rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> None:
+    def __init__(self, rep: Report, progress: Optional[Callable[[int, int], None]] = None, draw: bool = True) -> None:
         self.rep = rep
         self.highlight_left = HIGHLIGHT_CHARS
         self.plain_code = 0
-        self.pictures = {p.key: p for p in pictures(rep)}
+        self.pictures = {p.key: p for p in pictures(rep)} if draw else {}
         self.svgs = _draw(list(self.pictures.values()), progress)
 
     # ------------------------------------------------------------------ pieces
@@ -165,7 +165,7 @@ class _Page:
         if rep.tcinspect_version:
             meta += f" · tcinspect {rep.tcinspect_version}"
         nav = "".join(f'<a href="#{k}">{v}</a>' for k, v in (
-            ("summary", "Summary"), ("dynamo", "Dynamo graphs"), ("guards", "Guards"), ("breaks", "Graph breaks"),
+            ("findings", "Findings"), ("summary", "Summary"), ("dynamo", "Dynamo graphs"), ("guards", "Guards"), ("breaks", "Graph breaks"),
             ("aot", "AOT graphs"), ("inductor", "Inductor kernels"))
             + ((("compile-time", "Compile time"),) if self.rep.compile_time is not None else ())
             + ((("shapes", "Shapes"),) if self.rep.shapes is not None else ())
@@ -175,8 +175,6 @@ class _Page:
 
     def summary(self) -> str:
         rep, s = self.rep, self.rep.summary
-        backend = sum(c.backend_compile_time_s for c in rep.compiles)
-        inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
         stats = (
             ("graphs", s.graphs, "FX graphs Dynamo captured"
              + (f" · {s.graphs_failed} more the backend failed on (ran eagerly)" if s.graphs_failed else "")),
@@ -185,8 +183,7 @@ class _Page:
             ("guards", s.guards, "guards"),
             ("aot_graphs", s.aot_graphs, "AOT graphs"),
             ("kernels", s.kernels, "kernels launched"),
-            ("compile_time_s", f"{s.compile_time_s:.2f} s", f"compile time · backend {backend:.2f} s, "
-                                                          f"inductor {inductor:.2f} s"),
+            ("compile_time_s", f"{s.compile_time_s:.2f} s", f"compile time · {compile_time_note(rep)}"),
             ("cache", f"{s.cache_hits} / {s.cache_misses}", "FX graph cache hit / miss"),
         )
         cov = rep.coverage
@@ -716,7 +713,7 @@ def _pygments_css() -> str:
 def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> str:
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
-    body = [page.header(), "<main>", page.summary(), _ranks(rep), page.dynamo(), page.guards(), page.breaks(), page.aot(),
+    body = [page.header(), "<main>", _findings(rep), page.summary(), _ranks(rep), page.dynamo(), page.guards(), page.breaks(), page.aot(),
             page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep),
             _memory(rep), _caches(rep)]
     if page.plain_code:
@@ -741,6 +738,33 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
             f"<title>{_e(title)}</title><style>{_CSS}{_pygments_css()}</style></head><body>"
             + "".join(body) + f"<script>{_SCRIPT}</script></body></html>\n")
 
+
+
+def fragment(rep: Report) -> str:
+    """The summary and each section with content, for a notebook cell (``Report._repr_html_``): the page's own
+    renderers, without the graphs (drawn or listed), the page's styles or its script."""
+    page = _Page(rep, draw=False)
+    dyn = rep.stages.dynamo
+    return "".join((_findings(rep), page.summary(), _ranks(rep),
+                    page.breaks() if dyn.graph_breaks or dyn.backend_failures else "", _collectives(rep),
+                    _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep), _caches(rep)))
+
+
+def _findings(rep: Report) -> str:
+    """The answer first: the verdict and what needs action, costliest first (analysis/findings.py)."""
+    from tcinspect.analysis import findings
+
+    items = []
+    for f in findings.findings(rep)[:findings.SHOWN]:
+        torch_says = f' <span class="meta">(torch: "{_e(f.torch_says)}")</span>' if f.torch_says else ""
+        cost = f" — {_e(f.cost)}" if f.cost else ""
+        where = f" · at <code>{_e(f.where)}</code>" if f.where else ""
+        label = "torch's hint" if f.fix_from == "torch" else "fix"
+        fix = f"<br><b>{label}:</b> {_e(f.fix)}" if f.fix else ""
+        detail = f' <span class="meta">→ {_e(f.detail)}</span>' if f.detail else ""
+        items.append(f"<li><b>{_e(f.what)}</b>{torch_says}{cost}{where}{fix}{detail}</li>")
+    body = f"<ol>{''.join(items)}</ol>" if items else '<p class="meta">nothing needs action</p>'
+    return f'<section id="findings"><h2>Findings</h2><p><b>{_e(findings.verdict(rep))}</b></p>{body}</section>'
 
 
 def _caches(rep: Report) -> str:

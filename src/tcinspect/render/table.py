@@ -15,6 +15,7 @@ from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.collectives import of_stages
 from tcinspect.analysis.guards import guard_kinds
 from tcinspect.analysis.parse_health import parse_warning
+from tcinspect.render import findings as findings_view
 from tcinspect.render.collectives import collectives as collectives_view
 from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
 from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
@@ -78,7 +79,7 @@ def summary(rep: Report) -> RenderableType:
     table.add_row("guards", str(s.guards), "")
     table.add_row("AOT graphs", str(s.aot_graphs), "joint / forward / backward / inference")
     table.add_row("kernels", str(s.kernels), "launched by Inductor's wrappers")
-    table.add_row("compile time", f"{s.compile_time_s:.2f} s", _stage_times(rep))
+    table.add_row("compile time", f"{s.compile_time_s:.2f} s", compile_time_note(rep))
     table.add_row("FX graph cache", f"{s.cache_hits} hit / {s.cache_misses} miss", "")
     if rep.cudagraphs is not None:
         table.add_row("CUDA graphs", str(sum(1 for g in rep.cudagraphs.graphs if g.status == "recorded")),
@@ -104,20 +105,48 @@ def summary(rep: Report) -> RenderableType:
     return Group(*parts)
 
 
-def _stage_times(rep: Report) -> str:
+#: Phase groups as the summary's compile-time row names them (the compile-time view has the long titles).
+_GROUP_NAMES = {"dynamo": "Dynamo", "aot_autograd": "AOTAutograd", "graph_passes": "graph passes",
+                "lowering": "Inductor lowering", "scheduling": "Inductor scheduling", "codegen": "Inductor codegen",
+                "compile": "C++/Triton compile", "autotune": "autotuning", "cache": "caches", "inductor": "Inductor",
+                "other": "other"}
+
+
+def compile_time_note(rep: Report) -> str:
+    """The compile-time row's note: forward + backward, then where the time went (torch's spans, else its metrics)."""
+    backward = backward_compile_s(rep)
+    forward = sum(c.entire_frame_compile_time_s for c in rep.compiles)
+    # the backward is compiled at the first .backward(), outside Dynamo's compile of the frame (bwd_compilation_metrics)
+    split = f"forward {forward:.2f} s + backward {backward:.2f} s" if backward else f"forward {forward:.2f} s"
+    return f"{split} · where it went: {_where_it_went(rep)}"
+
+
+def _where_it_went(rep: Report) -> str:
+    from tcinspect.analysis.compile_time import run_groups
+
+    ct = rep.compile_time
+    groups = run_groups(ct) if ct is not None and any(t.root is not None for t in ct.compiles) else {}
+    if groups:  # exclusive time per phase group, adding up to the total
+        ranked = sorted(groups.items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{_GROUP_NAMES.get(g, g)} {sec:.2f} s" for g, sec in ranked[:3])
+        rest = sum(sec for _, sec in ranked[3:])
+        return shown + (f", the rest {rest:.2f} s" if rest >= 0.005 else "")
+    # no span tree (a report written before it): compilation_metrics' backend and Inductor times
     backend = sum(c.backend_compile_time_s for c in rep.compiles)
-    inductor = sum(c.inductor_compile_time_s for c in rep.compiles) + backward_inductor_s(rep)
-    loaded = " (AOTAutograd cache hit)" if not inductor and any(
-        c.aot_autograd_cache == "hit" for c in rep.compiles) else ""
+    forward = sum(c.inductor_compile_time_s for c in rep.compiles)
     backward = backward_inductor_s(rep)
+    text = f"backend {backend:.2f} s (Inductor {forward:.2f} s of it)"
     if backward:
-        # compilation_metrics' backend time covers the forward graphs only (AOTAutograd and Inductor inside
-        # Dynamo's compile); the backward is compiled at the first .backward(), outside it, so the Inductor
-        # total can exceed the backend time
-        forward = inductor - backward
-        return (f"backend {backend:.2f} s, inductor {inductor:.2f} s = {forward:.2f} s forward (part of backend) "
-                f"+ {backward:.2f} s backward (compiled at the first .backward(), outside backend){loaded}")
-    return f"backend {backend:.2f} s, inductor {inductor:.2f} s{loaded}"
+        text += f", backward's Inductor {backward:.2f} s"
+    if not forward + backward and any(c.aot_autograd_cache == "hit" for c in rep.compiles):
+        text += " (AOTAutograd cache hit: no Inductor compile)"
+    return text
+
+
+def backward_compile_s(rep: Report) -> float:
+    """The backward's compile time (bwd_compilation_metrics), which compilation_metrics leaves out."""
+    ct = rep.compile_time
+    return sum(t.total_s for t in ct.compiles if t.part == "backward") if ct is not None else 0.0
 
 
 def backward_inductor_s(rep: Report) -> float:
@@ -144,14 +173,35 @@ def dynamo(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) ->
     if st.backend_failures:
         parts.append(backend_failures_table(rep))
     if st.recompiles:
-        t = Table(title="Recompiles", title_justify="left", header_style="bold")
-        t.add_column("compile id")
-        t.add_column("function")
-        t.add_column("reason (failed guard)")
-        for r in st.recompiles:
-            t.add_row(r.compile_id, r.function, "\n".join(r.reasons) or "(PyTorch gave no reason)")
-        parts.append(t)
+        parts.append(recompiles_table(rep))
     return Group(*parts)
+
+
+def input_name(i: int, script: bool = False) -> str:
+    """Which call made a compile: example_inputs, input_sets[k] (a script: its call k + 1); ? unknown."""
+    if i < 0:
+        return "?"
+    if script:
+        return f"call {i + 1}"
+    return "example_inputs" if i == 0 else f"input_sets[{i - 1}]"
+
+
+def recompiles_table(rep: Report) -> Table:
+    """Each recompile: the call that made it, the guard that failed (torch's words) and what to do."""
+    script = rep.target.kind == "script"
+    t = Table(title="Recompiles", title_justify="left", header_style="bold")
+    t.add_column("compile id")
+    t.add_column("function")
+    t.add_column("triggered by")
+    t.add_column("failed guard (torch's words)", style="cyan")
+    t.add_column("suggestion")
+    for r in rep.stages.dynamo.recompiles:
+        failed = r.reasons[0] if r.reasons else "(torch gave no reason)"
+        note = Text(r.suggestion)
+        if r.limit_hit:
+            note = Text("recompile limit hit: ran eagerly. ", style="bold red") + note
+        t.add_row(r.compile_id, r.function, input_name(r.input_set, script), failed, note)
+    return t
 
 
 #: Guard kinds `trace` lists one by one; the rest (Dynamo's bookkeeping on types, object ids and
@@ -330,11 +380,15 @@ def inductor(rep: Report, code: bool = False, limit: Optional[int] = ROW_LIMIT) 
 
 
 def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = False,
-          limit: Optional[int] = ROW_LIMIT) -> RenderableType:
-    """The whole `trace` view: header, summary, then each selected stage (``limit`` rows a table; None: all)."""
+          limit: Optional[int] = ROW_LIMIT, findings: bool = True) -> RenderableType:
+    """The whole `trace` view: header, the findings (with the summary), the summary, then each selected stage
+    (``limit`` rows a table; None: all)."""
     chosen = [s for s in STAGES if (stages is None and (s != "memory" or rep.memory is not None))
               or (stages is not None and s in stages)]
     parts: list[RenderableType] = [header(rep)]
+    if findings and not rep.ranks and (stages is None or "summary" in stages):
+        # the answer first: a distributed report's block leads the ranks' overview instead (cli/trace.py)
+        parts += [Text(""), findings_view.block(rep)]
     builders = {
         "summary": lambda: summary(rep),
         "dynamo": lambda: dynamo(rep, code, limit),
