@@ -1120,12 +1120,18 @@ def _tracer_file_resolver() -> Callable[[str], str]:
         prefixes = []
     prefixes.append(os.getcwd() + os.sep)
     known: dict[str, str] = {}
+    # the files of the modules this process loaded: a name two prefixes make a file of (two checkouts of one
+    # package on sys.path) is the one that ran
+    loaded = [f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)]
 
     def absolute(name: str) -> str:
         if name not in known:
             found = name
             if name and not name.startswith("<") and not os.path.isabs(name):
-                found = next((p + name for p in prefixes if os.path.isfile(p + name)), name)
+                ran = {f for f in loaded if f.endswith(os.sep + name)}
+                on_path = [p + name for p in prefixes if os.path.isfile(p + name)]
+                found = next((f for f in on_path if f in ran), None) or \
+                    (next(iter(ran)) if len(ran) == 1 else (on_path[0] if on_path else name))
             known[name] = found
         return known[name]
 
