@@ -91,7 +91,7 @@ def test_assert_compiles_takes_compile_options_and_the_old_keywords_warn(monkeyp
      "compile=CompileOptions(backend='eager')"),
     (lambda: tcinspect.capture(abs, 1, verify=True), "verify=True is not a VerifyRequest"),
     (lambda: tcinspect.capture(abs, 1, bench=100), "bench=100 is not a BenchRequest"),
-    (lambda: tcinspect.capture(abs, 1, compile=CompileOptions(dynamic=True)), "--dynamic True is not one of"),
+    (lambda: tcinspect.capture(abs, 1, compile=CompileOptions(dynamic="yes")), "dynamic='yes' is not True, False or"),
     (lambda: tcinspect.capture(abs, 1, options=Options(), compile=CompileOptions()),
      "options= and compile= were both given"),
     (lambda: tcinspect.capture_file("m.py", backend="eager"), "capture_file() takes no backend="),

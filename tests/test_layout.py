@@ -132,7 +132,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tcinspect._version": (),
     "tcinspect.errors": (),
     "tcinspect.collector": (),  # the cycle collector paused while a large structure is built or read
-    "tcinspect.report": ("tcinspect.errors",),  # a Request checks itself when built (UsageError)
+    "tcinspect.display": (),  # how a Report shows itself: installed from above (tcinspect/__init__.py)
+    "tcinspect.report": ("tcinspect.errors", "tcinspect.display"),  # a Request checks itself when built (UsageError)
     "tcinspect.interrupts": FOUNDATION,
     "tcinspect.vocabulary": ("tcinspect.report",),
     "tcinspect.plaindata": (),  # report objects as plain data: serialize and analysis both use it
@@ -157,11 +158,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
                           "tcinspect.capturing", "tcinspect.analysis", "tcinspect.plaindata"),
     "tcinspect.assertions": (*FOUNDATION, "tcinspect.report", "tcinspect.capturing", "tcinspect.analysis"),
     "tcinspect.pytest_plugin": ("tcinspect.assertions",),
+    # a report in a notebook: the page's sections, the terminal's tables, the files -o writes
+    "tcinspect.notebook": (*FOUNDATION, "tcinspect.report", "tcinspect.serialize", "tcinspect.outfile",
+                           "tcinspect.render"),
     "tcinspect": (*FOUNDATION, "tcinspect.report", "tcinspect.serialize", "tcinspect.capturing",
-                  "tcinspect.request", "tcinspect.assertions"),
+                  "tcinspect.request", "tcinspect.assertions", "tcinspect.display", "tcinspect.notebook"),
     "tcinspect.cli": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.interrupts",
                       "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
-                      "tcinspect.capturing", "tcinspect.analysis", "tcinspect.render", "tcinspect.request", "tcinspect.plaindata"),
+                      "tcinspect.capturing", "tcinspect.analysis", "tcinspect.render", "tcinspect.request", "tcinspect.plaindata",
+                      "tcinspect.mcp_server"),  # `tcinspect mcp` starts the server
+    # the MCP server: the commands `tcinspect mcp` hands it, run for an agent, and the reports as resources
+    "tcinspect.mcp_server": (*FOUNDATION, "tcinspect.cache", "tcinspect.interrupts"),
     "tcinspect.__main__": ("tcinspect.cli",),
 }
 

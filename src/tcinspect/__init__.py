@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tcinspect import display as _display
+from tcinspect import notebook as _notebook
 from tcinspect._version import __version__
 
 if TYPE_CHECKING:
@@ -42,6 +44,9 @@ __all__ = [
 #: The data classes of the public API, imported from their module on first use (no torch import).
 _LAZY = {"BenchRequest": "report", "CompileOptions": "report", "ExportRequest": "report", "Failure": "report",
          "Options": "report", "Report": "report", "VerifyRequest": "report", "Request": "request"}
+
+
+_display.install(_notebook)  # how a Report shows itself in a notebook: the data model renders nothing itself
 
 
 def capture(model: Any, *inputs: Any, **kwargs: Any) -> Report:

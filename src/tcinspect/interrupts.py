@@ -71,6 +71,16 @@ def cleanup(fn: Callable[[], None]) -> Iterator[None]:
         _cleanups.pop(key, None)
 
 
+def end_children() -> None:
+    """Run every cleanup registered now (``cleanup``: kill a capture's child process group), for a process that ends
+    while a capture runs in another thread (the MCP server, when its client leaves)."""
+    for fn in list(_cleanups.values()):
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - best effort: the process is ending
+            pass
+
+
 @contextlib.contextmanager
 def handled() -> Iterator[None]:
     """Install the handlers for the duration of one command (only the main thread can)."""

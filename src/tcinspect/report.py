@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
 
 from tcinspect.errors import UsageError
+
+if TYPE_CHECKING:  # the annotations of Report's views (show, save) alone
+    import os
+    from collections.abc import Sequence
+    from pathlib import Path
 
 #: Bumped whenever a saved report of the previous version cannot be read as it is.
 SCHEMA_VERSION = 1
@@ -335,14 +340,19 @@ class CompileOptions(CompileFields):
     """What torch.compile is asked for, and how the model runs (device, backward): ``CompileFields``.
 
     Checked when built: a ``dynamic`` or ``device`` torch.compile would not take raises
-    ``tcinspect.errors.UsageError`` here, in the caller's process, not in the capture."""
+    ``tcinspect.errors.UsageError`` here, in the caller's process, not in the capture. ``dynamic`` takes
+    torch.compile's own True, False and None too, kept as "true", "false" and "" (the CLI's words)."""
 
     def __post_init__(self) -> None:
+        spelled = {True: "true", False: "false", None: ""}
+        if isinstance(self.dynamic, (bool, type(None))):
+            object.__setattr__(self, "dynamic", spelled[self.dynamic])
         if not isinstance(self.dynamic, str) or self.dynamic not in get_args(Dynamic):
-            raise UsageError(f"--dynamic {self.dynamic!r} is not one of true, false, auto",
-                             "pass --dynamic true, false or auto (CompileOptions(dynamic=): 'true', 'false' or '')")
+            raise UsageError(f"dynamic={self.dynamic!r} is not True, False or None",
+                             "pass CompileOptions(dynamic=True), dynamic=False or dynamic=None (torch's default)")
         if self.device and self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
-            raise UsageError(f"--device {self.device!r} is not cpu or cuda", "pass --device cpu or --device cuda")
+            raise UsageError(f"device={self.device!r} is not cpu or cuda",
+                             "pass CompileOptions(device='cpu'), device='cuda' or device='cuda:N'")
         if isinstance(self.passes, (str, list)):
             raise UsageError(f"passes={self.passes!r} is not a tuple of module:fn or file.py:fn names",
                              "pass a tuple, e.g. passes=('passes.py:rewrite',)")
@@ -822,6 +832,36 @@ class Report:
 
     def replace(self, **changes: Any) -> Report:
         return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        """One line: what ran and the headline counts (the whole tree is ``tcinspect.serialize.to_dict``)."""
+        s, t = self.summary, self.target
+        what = t.path or t.model_name or t.kind
+        status = "ok" if self.ok else f"failed ({self.failure.kind})" if self.failure is not None else "failed"
+        ranks = f", ranks={len(self.ranks)}" if self.ranks else ""
+        return (f"Report(target={what!r}, torch={self.torch_version!r}, device={self.device!r}, "
+                f"backend={self.options.backend!r}{ranks}, graphs={s.graphs}, graph_breaks={s.graph_breaks}, "
+                f"recompiles={s.recompiles}, guards={s.guards}, kernels={s.kernels}, "
+                f"compile_time_s={s.compile_time_s:g}, status={status!r})")
+
+    def _repr_html_(self) -> str:
+        """The report in a notebook cell: its findings, summary and every section with content."""
+        from tcinspect import display
+
+        return display.views().html(self)
+
+    def show(self, stages: Optional[Union[str, Sequence[str]]] = None) -> None:
+        """Print the tables ``tcinspect trace`` prints; ``stages`` picks some, as ``--stage`` does."""
+        from tcinspect import display
+
+        display.views().show(self, stages)
+
+    def save(self, path: Union[str, os.PathLike[str]]) -> Path:
+        """Write the report to ``path``: .yaml or .json (``tcinspect.load_report`` reads it back) or .html (the page)."""
+        from tcinspect import display
+
+        saved: Path = display.views().save(self, path)
+        return saved
 
 
 def _backward_s(rep: Report) -> float:
@@ -1574,15 +1614,17 @@ class Request:
                 raise UsageError(f"{name}={value!r} is one string, not a sequence of them", f"pass {name}=({value!r},)")
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value or ()))
+        # in Python's words, the parameters' names (the CLI checks its options before, in its own: cli/common.py)
         c = self.compile
         if c.mode and c.runs_user_code:
-            raise UsageError(f"--mode {c.mode} configures Inductor's own backend, not --backend {c.backend} / --pass",
-                             "leave out --mode, or use the inductor backend without --pass")
+            raise UsageError(f"CompileOptions(mode={c.mode!r}) configures Inductor's own backend, not "
+                             f"backend={c.backend!r} or passes={c.passes!r}",
+                             "leave out mode=, or use backend='inductor' without passes=")
         if self.script and self.model_name is not None:
-            raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
-                             "pass one of them")
+            raise UsageError(f"script=True runs the file as a script and model_name={self.model_name!r} as a model "
+                             "file; they contradict", "pass one of them")
         if self.per_call < 0:
-            raise UsageError(f"--per-call {self.per_call} is negative", "pass --per-call N with N >= 0")
+            raise UsageError(f"per_call={self.per_call} is negative", "pass per_call=N with N >= 0")
 
     @property
     def options(self) -> Options:

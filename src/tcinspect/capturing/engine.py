@@ -429,7 +429,8 @@ def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[Any] =
             compile: Optional[CompileOptions] = None, verify: Optional[VerifyRequest] = None,
             export: Optional[ExportRequest] = None, bench: Optional[BenchRequest] = None, per_call: int = 0,
             measure_memory: bool = False, fresh: bool = False, quiet: bool = False,
-            example_kwargs: Optional[dict[str, Any]] = None, options: Optional[Options] = None) -> Report:
+            example_kwargs: Optional[dict[str, Any]] = None, options: Optional[Options] = None,
+            **unknown: Any) -> Report:
     """Compile ``model`` once on ``inputs`` (then each of ``input_sets``) and return the report.
 
     Args:
@@ -444,6 +445,13 @@ def capture(model: Callable[..., Any], *inputs: Any, input_sets: Sequence[Any] =
         example_kwargs: the first call's keyword arguments.
         options: deprecated (the report's flat record ``Options``); use the parts above.
     """
+    if unknown:  # a compile option given beside the model, as torch.compile takes it: name where it goes
+        name = sorted(unknown)[0]
+        if name in {f.name for f in dataclasses.fields(CompileOptions)}:
+            raise UsageError(f"capture() takes no {name}=: it is a compile option",
+                             f"pass compile=CompileOptions({name}={unknown[name]!r})")
+        raise UsageError(f"capture() takes no {name}=", "pass compile=CompileOptions(...), verify=, export=, bench=, "
+                         "per_call=, measure_memory=, input_sets=, example_kwargs=, fresh= or quiet=")
     parts: dict[str, Any] = {"compile": compile, "verify": verify, "export": export, "bench": bench,
                              "per_call": per_call, "measure_memory": measure_memory}
     if options is not None:

@@ -31,6 +31,7 @@ from tcinspect.cli import compile_time as _compile_time  # noqa: F401
 from tcinspect.cli import shapes as _shapes  # noqa: F401
 from tcinspect.cli import memory as _memory  # noqa: F401
 from tcinspect.cli import schema as _schema  # noqa: F401
+from tcinspect.cli import mcp as _mcp  # noqa: F401
 # isort: on
 
 

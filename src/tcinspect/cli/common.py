@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, get_args
 
@@ -75,8 +76,17 @@ ModelOpt = Annotated[Optional[str], typer.Option(
 ScriptOpt = Annotated[bool, typer.Option(
     "--script", help="Run the file as a script (as __main__) even if it defines `model` at module level.")]
 InputsOpt = Annotated[str, typer.Option("--inputs", help="Name of the example-inputs object in the model file.")]
+
+
+def device_choice(value: str) -> str:
+    """``--device``: cpu, cuda or cuda:N (CompileOptions checks it too, in Python's words)."""
+    if value and value not in ("cpu", "cuda") and not value.startswith("cuda:"):
+        raise UsageError(f"--device {value!r} is not cpu or cuda", "pass --device cpu or --device cuda")
+    return value
+
+
 DeviceOpt = Annotated[str, typer.Option("--device", help="Move the module and tensor inputs to cpu or cuda.",
-                                        show_default=False)]
+                                        callback=device_choice, show_default=False)]
 ModeOpt = Annotated[str, typer.Option("--mode", help="torch.compile mode (default, reduce-overhead, max-autotune, ...).",
                                       show_default=False)]
 FullgraphOpt = Annotated[bool, typer.Option("--fullgraph", help="Pass fullgraph=True to torch.compile.")]
@@ -174,6 +184,14 @@ class Capture:
         ``fields`` (verify, per_call, ...)."""
         # a repeatable option not given is None, its field the empty tuple
         given = {k: tuple(v or ()) if k in _TUPLE_FIELDS else v for k, v in self.values.items() if k in _REQUEST_FIELDS}
+        opts = fields.get("compile") or self.compile()
+        # the Request refuses these too, in Python's words (its parameters); here they are the options given
+        if given.get("script") and given.get("model_name") is not None:
+            raise UsageError("--script runs the file as a script and --model NAME as a model file; they contradict",
+                             "pass one of them")
+        if opts.mode and opts.runs_user_code:
+            raise UsageError(f"--mode {opts.mode} configures Inductor's own backend, not --backend {opts.backend} / "
+                             "--pass", "leave out --mode, or use the inductor backend without --pass")
         return Request(file=file, script_args=tuple(script_args or ()), **{"compile": self.compile(), **given, **fields})
 
     def obtain(self, file: Optional[str], script_args: Optional[Sequence[str]] = None, **fields: Any) -> Report:
@@ -236,9 +254,40 @@ def _nearest(word: str, allowed: Sequence[str]) -> str:
     return close[0] if close else allowed[0]
 
 
+@dataclass
+class Served:
+    """Commands run for tcinspect's MCP server (tcinspect.mcp_server) rather than a terminal: each document a
+    command would print is kept here (its ``--format json`` text), so are its notes, what it is doing goes to
+    ``status``, and every capture compiles in a child process, quietly, whatever --debug or $TCINSPECT_IN_PROCESS
+    say (the server's stdout is the protocol)."""
+
+    status: Callable[[str], None]
+    documents: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+_SERVED: contextvars.ContextVar[Optional[Served]] = contextvars.ContextVar("tcinspect_served", default=None)
+
+
+@contextlib.contextmanager
+def served(status: Callable[[str], None]) -> Iterator[Served]:
+    """Run commands for the MCP server while this lasts (``Served``)."""
+    run = Served(status)
+    token = _SERVED.set(run)
+    try:
+        yield run
+    finally:
+        _SERVED.reset(token)
+
+
 @contextlib.contextmanager
 def progress(label: str) -> Iterator[None]:
     """A spinner on stderr while compiling, only on a terminal; user prints go to stderr too."""
+    run = _SERVED.get()
+    if run is not None:
+        run.status(label)
+        yield
+        return
     with contextlib.redirect_stdout(sys.stderr):
         if err_console.is_terminal:
             with err_console.status(label, spinner="dots"):
@@ -249,7 +298,10 @@ def progress(label: str) -> Iterator[None]:
 
 def note(text: str) -> None:
     """A diagnostic line on stderr (never on stdout, which carries data)."""
-    if text:
+    run = _SERVED.get()
+    if text and run is not None:
+        run.notes.append(text)
+    elif text:
         sys.stderr.write(f"tcinspect: {text}\n")
 
 
@@ -263,8 +315,9 @@ def obtain(request: Request, debug: bool = False) -> Report:
     from tcinspect import interrupts
     from tcinspect.request import is_report_path, is_torch_trace, obtained
 
-    request = replace(request, quiet=not debug,
-                      isolate=not debug and not in_process_asked())
+    for_server = _SERVED.get() is not None
+    request = replace(request, quiet=for_server or not debug,
+                      isolate=for_server or (not debug and not in_process_asked()))
     file, nproc = request.file, request.nproc
     label = f"compiling {file} …" if file and not is_report_path(file) else "reading report …"
     if file and not is_report_path(file) and is_torch_trace(file):
@@ -319,6 +372,10 @@ def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: C
     from tcinspect import interrupts, outfile, serialize
 
     interrupts.check()
+    run = _SERVED.get()
+    if run is not None:
+        run.documents.append(text("json"))
+        return
     if output is not None:
         suffix = output.suffix.lower().lstrip(".")
         file_fmt = fmt if fmt in serialize.FORMATS or fmt in pages else \
