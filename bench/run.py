@@ -392,7 +392,6 @@ class Bench:
         self.interleave(Row("codegen REPORT --kernel", _rel(model), f"codegen saved --kernel {kernel}",
                             target=("abs", 0.5)), runs, make_cg)
 
-
     def large_report(self, nodes: int, runs: int) -> None:
         """Reading a synthetic report of ``nodes`` FX nodes (bench/synthetic.py): breaks and codegen --kernel."""
         self.log(f"\n== reading a {nodes}-node report (bench/synthetic.py)")

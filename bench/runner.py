@@ -24,10 +24,8 @@ _SCRUB_ENV = (
 )
 
 
-
 class BenchError(RuntimeError):
     pass
-
 
 
 @dataclass
@@ -37,7 +35,6 @@ class RunResult:
     stdout: str
     stderr: str
     returncode: int
-
 
 
 def run_once(cmd: Sequence[str], env: dict, cwd: Path, timeout: float,
@@ -80,11 +77,9 @@ def run_once(cmd: Sequence[str], env: dict, cwd: Path, timeout: float,
     return RunResult(reaped["end"] - start, int(reaped["usage"].ru_maxrss), stdout, stderr, code)
 
 
-
 def _read(f) -> str:
     f.seek(0)
     return f.read().decode("utf-8", "replace")
-
 
 
 def _tail(text: str, n: int = 25) -> str:
@@ -92,10 +87,8 @@ def _tail(text: str, n: int = 25) -> str:
     return "\n".join(lines[-n:]) if lines else "(empty)"
 
 
-
 def show(cmd: Sequence[str]) -> str:
     return " ".join(("python" if c == sys.executable else c) for c in cmd)
-
 
 
 class Dirs:
@@ -119,12 +112,10 @@ class Dirs:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-
 def base_env() -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB_ENV}
     env["PYTHONUNBUFFERED"] = "1"
     return env
-
 
 
 def inductor_env(env: dict, inductor_dir: Path) -> dict:

@@ -55,7 +55,6 @@ class ScalePoint:
         return d
 
 
-
 def fit_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     """The slope b of log y = a + b log x, least squares: y grows like x**b."""
     lx, ly = [math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys]
@@ -64,13 +63,11 @@ def fit_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / den if den else float("nan")
 
 
-
 def scaling_series(points: list[ScalePoint], graph_nodes: int) -> tuple[list[ScalePoint], list[ScalePoint]]:
     """The node series (one graph, growing) and the graph series (graph_nodes op lines, more graphs)."""
     by_nodes = sorted((p for p in points if p.graphs == 1), key=lambda p: p.nodes)
     by_graphs = sorted((p for p in points if p.nodes == graph_nodes), key=lambda p: p.graphs)
     return by_nodes, by_graphs
-
 
 
 def fmt_scaling(points: list[ScalePoint], graph_nodes: int, backend: str, runs: int) -> str:

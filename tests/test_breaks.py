@@ -93,8 +93,6 @@ def test_counters_miss_data_dependent_but_we_do_not():
     assert rep.summary.graph_breaks == 1
 
 
-
-
 def test_cli_breaks_table_yaml_and_fullgraph(capsys):
     code, out, _err = cli(capsys, "breaks", str(SAMPLES / "graph_breaks.py"))
     assert code == 0

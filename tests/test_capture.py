@@ -32,8 +32,6 @@ def content(rep):
     return data
 
 
-
-
 def test_tiny_model_all_stages(tiny_report):
     rep = tiny_report
     assert rep.ok and rep.error == ""

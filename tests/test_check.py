@@ -20,8 +20,6 @@ from tcinspect.assertions import assert_compiles
 CHECK = ["--backend", "eager"]  # breaks, graphs and recompiles need Dynamo only: fast tests
 
 
-
-
 @pytest.fixture()
 def project(tmp_path, monkeypatch):
     """A project directory with a copy of the graph-breaks sample, run from inside it."""

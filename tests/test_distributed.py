@@ -74,7 +74,6 @@ def _merged(*ranks: RankReport) -> Report:
     return merge(base, ranks, timings=(("torchrun_s", 9.5),))
 
 
-
 def test_identical_ranks_do_not_diverge_though_object_ids_differ():
     ranks = [_rank(0), _rank(1)]
     # the value guard on self.rank differs by design: make the two ranks' models the same but for the object id

@@ -111,7 +111,6 @@ def test_wont_convert_is_not_a_graph_break():
     assert lowering is not None and lowering.file.endswith("modeling_longformer.py") and lowering.line == 862
 
 
-
 def test_every_view_marks_the_failed_graphs_with_torchs_error():
     from tcinspect import serialize
     from tcinspect.analysis.breaks import breaks_document

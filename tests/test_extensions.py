@@ -328,7 +328,6 @@ def test_custom_op_visibility_on_cpu():
     assert ops == {"tcinspect_samples.scaled_tanh": "opaque"}
 
 
-
 def test_symbolic_shapes_survive_the_terminal_table(capsys):
     """"f32[s77, 16]" looks like Rich markup ("[s77, 16]"); the table must print it as data."""
     code, out, err = cli(capsys, "export", str(SAMPLES / "export_cases.py"), "--non-strict", "--dynamic-dim", "0")

@@ -14,8 +14,6 @@ from tcinspect.report import OK, BenchRequest, CompileOptions
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
-
-
 @pytest.mark.parametrize("sample", ["lenet_triton_relu.py", "silu_triton_op.py", "transformer_block.py", "tiny.py"])
 def test_gpu_kernels_equal_run_and_get_code(sample):
     from torch._inductor.utils import run_and_get_code

@@ -220,7 +220,6 @@ def test_in_step_times_agree_with_the_profiler(name, monkeypatch):
     assert abs(total - total_ref) <= 0.05 * total_ref, (total, total_ref)
 
 
-
 @pytest.mark.parametrize("args, needle", [
     (["--try-mode", "reduce-overhead"], "add --bench"),
     (["--bench", "--try-mode", "fast"], "not a torch.compile mode"),

@@ -272,7 +272,6 @@ def test_logs_on_an_s3_compatible_server(capsys, s3_server, served):
 # ----------------------------------------------------------------------------- many ranks
 
 
-
 def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch_named):
     """48 ranks from the recorded two (every eighth takes rank 1's branch), one that compiled nothing and
     one whose guards differ: a row per group, and the empty rank hides no other divergence."""

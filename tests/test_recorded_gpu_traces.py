@@ -13,8 +13,6 @@ def stages_of(name: str):
     return assemble.build(evs)[0], evs
 
 
-
-
 @pytest.mark.parametrize("name", ["torch2.11-h200", "breaks", "triton-op", "transformer-layer"])
 def test_every_launched_kernel_is_in_the_catalog(name):
     st, evs = stages_of(name)

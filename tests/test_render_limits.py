@@ -39,7 +39,6 @@ def big_report(nodes: int, kernels: int) -> Report:
                        calls=1)
 
 
-
 def row_indexes(out: str) -> set[int]:
     """The `#` column of every table row printed."""
     return {int(line[1:].split("│")[0]) for line in out.splitlines()

@@ -101,6 +101,7 @@ def test_a_log_reads_into_the_live_capture_s_report(where, name):
     assert _comparable(log, inferred) == _comparable(live, inferred)
     # the compile-time tree: the same spans and cache look-ups (their outcome: the recorded live reports predate
     # the keys and components, which tests/test_caches.py compares with torch's), timings aside
+
     def shape(rep: Report) -> list:
         return [(c.compile_id, c.part, c.function, tuple((k.cache, k.part, k.state, k.reason) for k in c.caches),
                  c.restarts, _names(c.root)) for c in rep.compile_time.compiles]

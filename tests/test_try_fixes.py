@@ -281,7 +281,6 @@ def test_a_trial_that_could_not_run_says_why_in_every_view():
     assert "has no torch._dynamo.config.x" in render_text(fixes_view(rep, [trial]))
 
 
-
 def test_dynamo_config_is_refused_with_nproc_ranks(tmp_path):
     from tcinspect.errors import UsageError
     from tcinspect.request import obtain

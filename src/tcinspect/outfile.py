@@ -23,6 +23,7 @@ from tcinspect.errors import OutputPathError, OutputWriteError
 
 STDOUT = "-"
 
+
 def is_stdout(path: Union[str, Path, None]) -> bool:
     return path is not None and str(path) == STDOUT
 

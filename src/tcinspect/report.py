@@ -1539,6 +1539,8 @@ class Memory:
     @property
     def saved_bytes(self) -> int:
         return sum(g.saved_bytes for g in self.graphs)
+
+
 @dataclass(frozen=True)
 class IgnoredFile:
     """A file of a TORCH_TRACE directory that was not read, and why."""

@@ -576,7 +576,6 @@ def intercept_launches(hook: Callable[[KernelLaunch], None]) -> Iterator[None]:
             setattr(extern_kernels, key, fn)
 
 
-
 def gpu_sleep(cycles: float) -> None:
     """Keep the current stream busy for ``cycles`` GPU clock cycles (torch.cuda._sleep, 2.11-2.15).
 
@@ -863,6 +862,8 @@ def cudagraph_step_begin() -> None:
     """Mark a new step for CUDA graph trees, as torch's docs ask of a loop that calls a reduce-overhead model
     (its outputs of the last step may be overwritten); torch.compiler.cudagraph_mark_step_begin, 2.11-2.15."""
     torch.compiler.cudagraph_mark_step_begin()
+
+
 _interned: dict[int, str] = {}
 
 
@@ -896,6 +897,8 @@ def mark_dynamic(tensor: Any, dim: int, low: int, high: int) -> None:
     import torch
 
     torch._dynamo.mark_dynamic(tensor, dim, min=low, max=high)
+
+
 def frame_cache_entries() -> list[tuple[Any, list[str]]]:
     """Every frame Dynamo has seen since its last reset, with its cache entries' compile ids in the order
     Dynamo tries them: ``[(code, ["0/1", "0/0"]), ...]``; frames without entries are left out.
@@ -919,6 +922,8 @@ def frame_cache_entries() -> list[tuple[Any, list[str]]]:
         if entries:
             out.append((code, [str(getattr(e, "compile_id", "") or "") for e in entries]))
     return out
+
+
 def saved_modules(names: Optional[dict[str, str]] = None) -> tuple[dict[str, str], str]:
     """Each node of the forward graph whose ``aot_forward_graph`` artifact is being logged right now, with
     its module path (from ``nn_module_stack``), and a note when there is no graph to read.
@@ -1136,7 +1141,6 @@ def _tracer_file_resolver() -> Callable[[str], str]:
         return known[name]
 
     return absolute
-
 
 
 def refused_to_compile(exc: BaseException) -> bool:

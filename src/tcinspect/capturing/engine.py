@@ -149,6 +149,7 @@ class Recorder(logging.Handler):
             frame_compile_id=int(attempt) if attempt.isdigit() else None,
             meta={"name": cudagraphs.SKIP_ARTIFACT, "encoding": "json"},
             payload=json.dumps(cudagraphs.skip_record(message, compile_id, part)), call=self.call))
+
     def _memory_store(self) -> records.Store:
         return self.store("memory")
 

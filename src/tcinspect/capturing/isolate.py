@@ -118,8 +118,6 @@ def _signal_name(code: Optional[int]) -> str:
     return f"exit status {code}"
 
 
-
-
 def partial_report(events_file: Path, path: Path, model_name: str, options: Options, why: str) -> Report:
     """A report from the events streamed before the crash; the last stage seen carries the failure."""
     from tcinspect.cache import installed_torch_version

@@ -74,8 +74,6 @@ def _redirect_output(log: Path) -> None:
     os.close(fd)
 
 
-
-
 def _use_own_gpu(device: str) -> None:
     """On a CUDA model file, make "cuda" mean this rank's GPU (torchrun's LOCAL_RANK), not GPU 0 for all."""
     local = os.environ.get("LOCAL_RANK")

@@ -19,7 +19,6 @@ app = typer.Typer(
 )
 
 
-
 def _version(value: bool) -> None:
     if value:
         sys.stdout.write(f"tcinspect {__version__}\n")

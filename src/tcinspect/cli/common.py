@@ -100,6 +100,8 @@ PassOpt = Annotated[Optional[list[str]], typer.Option(
                    "before Inductor (or aot_eager); repeatable, applied in order.", show_default=False)]
 NoBackwardOpt = Annotated[bool, typer.Option("--no-backward", help="Do not run backward (no backward graph or code).")]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Recompile cold in a private cache; ignore cached reports.")]
+
+
 def _debug(value: bool) -> bool:
     if value:
         DEBUG.append(True)  # the error boundary shows tracebacks (tcinspect.cli.main)
@@ -240,7 +242,6 @@ def deprecated(command: str, old: str, new: str, given: bool) -> bool:
     if given:
         note(f"warning: `{command} {old}` is deprecated and will be removed in the next release; use {new}")
     return given
-
 
 
 def _nearest(word: str, allowed: Sequence[str]) -> str:

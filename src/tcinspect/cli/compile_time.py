@@ -60,6 +60,7 @@ def _show(rep: Report, fmt: str, output: Optional[Path], perfetto: Optional[Path
         c.emit(rep, "html" if fmt == "html" else fmt, output, lambda: render.table(rep),
                pages={"html": lambda: html.render(rep)})
         return
+
     def table(r: Report) -> Any:
         return Group(render.table(r), render.trees(r)) if tree else render.table(r)
 

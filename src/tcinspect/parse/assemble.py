@@ -381,13 +381,15 @@ def build(
     *,
     backend: str = "inductor",
     failure: Optional[Failure] = None,
-    side_table: SideTable = ({}, {}),
+    side_table: Optional[SideTable] = None,
     backward_ran: bool = True,
 ) -> tuple[Stages, tuple[CompileMetrics, ...]]:
     """Assemble the three stages and per-compile metrics from a run's events.
 
     ``backward_ran``: False when the run called no backward (a model captured with --no-backward).
     """
+    if side_table is None:
+        side_table = ({}, {})
     all_events = list(events)
     groups = ev_mod.by_compile_id(all_events)
     reasons = _recompile_reasons(all_events)

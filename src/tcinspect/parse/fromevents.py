@@ -43,7 +43,7 @@ def report_from_events(
     torch_version: str,
     source: SourceHealth = SourceHealth(),
     failure: Optional[assemble.Failure] = None,
-    side_table: assemble.SideTable = ({}, {}),
+    side_table: Optional[assemble.SideTable] = None,
     verification: Optional[Verification] = None,
     calls: int = 0,
     input_errors: Sequence[InputSetError] = (),
@@ -52,6 +52,8 @@ def report_from_events(
     """The report of a run's events; ``failure`` is what stopped the run when it raised (else read from
     compilation_metrics). ``timings`` come first, then ``assemble_s`` (events -> stages) is added.
     Report.parse counts what was not understood: unknown events, unreadable artifacts, and ``source``'s."""
+    if side_table is None:
+        side_table = ({}, {})
     start = time.perf_counter()
     shape_section, shapes_unread = shapes.build(events)
     unreadable = {**provenance.unreadable(events), **shapes_unread, **graph_execution.unreadable(events)}

@@ -51,6 +51,7 @@ _GRAPHVIZ_MISSING = ("Drawn by tcinspect's own layered layout: Graphviz's <code>
 _INFERRED = '<i title="inferred from the wrapper: Inductor stated no node mapping">~</i> '
 _UNKNOWN = '<i title="{why}">?</i>'
 
+
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -694,6 +695,8 @@ def _regions(rep: Report) -> str:
                      f"</thead><tbody>{rows}</tbody></table>")
     parts.append("</section>")
     return "".join(parts)
+
+
 def _memory(rep: Report) -> str:
     """Saved-for-backward bytes, a bar per module, and the measured peaks (``tcinspect memory``)."""
     if rep.memory is None:
@@ -737,7 +740,6 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}</title><style>{_CSS}{_pygments_css()}</style></head><body>"
             + "".join(body) + f"<script>{_SCRIPT}</script></body></html>\n")
-
 
 
 def fragment(rep: Report) -> str:

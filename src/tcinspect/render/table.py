@@ -423,10 +423,14 @@ def _shapes(rep: Report) -> RenderableType:
     from tcinspect.render.shapes import shapes
 
     return shapes(rep)
+
+
 def _regions(rep: Report) -> RenderableType:
     from tcinspect.render.regions import regions
 
     return regions(rep)
+
+
 def _memory(rep: Report, limit: Optional[int]) -> RenderableType:
     from tcinspect.render import memory
 
