@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tcinspect.analysis import collectives
+from tcinspect.derived import collectives
 from tcinspect.derived.divergence import NOT_COMPILED, guard_key, masked_identity
 from tcinspect.derived.divergence import compile_order as compile_order
 from tcinspect.derived.divergence import divergences as divergences

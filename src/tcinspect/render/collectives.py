@@ -6,7 +6,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.collectives import of_stages
+from tcinspect.derived.collectives import of_stages
 from tcinspect.render.bench import size
 from tcinspect.report import Report
 

@@ -622,7 +622,7 @@ def _cudagraphs(rep: Report) -> str:
 
 def _collectives(rep: Report) -> str:
     """The collectives each compiled graph runs, in order (``trace --stage collectives``); none: no section."""
-    from tcinspect.analysis.collectives import of_stages
+    from tcinspect.derived.collectives import of_stages
     from tcinspect.render.bench import size
 
     cols = of_stages(rep.stages)

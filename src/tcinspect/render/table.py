@@ -12,9 +12,9 @@ from rich.text import Text
 
 from tcinspect.analysis import coverage as coverage_views
 from tcinspect.analysis import regions as region_views
-from tcinspect.analysis.collectives import of_stages
 from tcinspect.analysis.guards import guard_kinds
 from tcinspect.analysis.parse_health import parse_warning
+from tcinspect.derived.collectives import of_stages
 from tcinspect.render import findings as findings_view
 from tcinspect.render.collectives import collectives as collectives_view
 from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
