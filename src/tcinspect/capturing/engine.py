@@ -47,6 +47,7 @@ class Recorder(logging.Handler):
         super().__init__(level=logging.DEBUG)
         self.events: list[ev_mod.Event] = []
         self.call = -1  # which model call is running (set by the capture loop)
+        self.paused = False  # set while tcinspect makes a call of its own after the record
         # in an isolated child, every event is also appended to a file as it arrives, so that a
         # crash or a timeout still leaves the stages recorded before it
         self._stream = open(stream, "a", encoding="utf-8") if stream else None  # noqa: SIM115 - closed by close()
@@ -115,6 +116,8 @@ class Recorder(logging.Handler):
         self._add(ev_mod.Event(name=name, meta={"name": name, "encoding": "json"}, payload=payload, call=call))
 
     def _add(self, event: ev_mod.Event) -> None:
+        if self.paused:  # a call made after the record (runtime coverage's): what it logs is no part of the run
+            return
         self.events.append(event)
         if self._stream is not None:
             self._stream.write(ev_mod.to_json_line(event))
@@ -400,7 +403,11 @@ class _Run:
         from tcinspect.capturing import runtime_coverage
 
         self.recorder.call = -1  # the measured call belongs to no input set
-        record = runtime_coverage.measure(compiled, inputs, self.step, model=model, device=device)
+        self.recorder.paused = True  # what torch logs while it runs (a CUDA graph replay, ...) is not the run's
+        try:
+            record = runtime_coverage.measure(compiled, inputs, self.step, model=model, device=device)
+        finally:
+            self.recorder.paused = False
         self.recorder.add_artifact(ev_mod.RUNTIME_COVERAGE_ARTIFACT, json.dumps(record), call=-1)
 
     def script_call(self) -> None:
