@@ -402,6 +402,12 @@ class _Run:
         (capturing/runtime_coverage.py)."""
         from tcinspect.capturing import runtime_coverage
 
+        if self.cudagraph_steps:
+            # one more call would replay or record CUDA graphs again: a recording changes the tree torch keeps
+            self.recorder.add_artifact(ev_mod.RUNTIME_COVERAGE_ARTIFACT, json.dumps({"not_measured": (
+                "under a CUDA-graph mode one more call would record CUDA graphs again (the cudagraphs section counts "
+                "what ran in them)")}), call=-1)
+            return
         self.recorder.call = -1  # the measured call belongs to no input set
         self.recorder.paused = True  # what torch logs while it runs (a CUDA graph replay, ...) is not the run's
         try:
