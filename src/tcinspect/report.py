@@ -593,6 +593,37 @@ class TensorCheck:
 
 
 @dataclass(frozen=True)
+class LocateStep:
+    """One run of the search for where results depart: what ran, whether it matched eager, and how long it took."""
+
+    what: str  # "aot_eager --pass m.py:p on each AOT graph, node by node", "inductor"
+    ok: bool
+    seconds: float = 0.0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class FirstDivergence:
+    """Where compiled results first depart from eager (``verify`` on a mismatch; capturing/locate.py).
+
+    ``node`` is set when one node of one graph departs by verify's rule; ``stage`` when no node does and the
+    backend stages were bisected (the first of aot_eager, aot_eager_decomp_partition, inductor to fail)."""
+
+    graph: str = ""  # "aot_forward_graph 0", "aot_backward_graph 0", "dynamo_output_graph 0"
+    node: str = ""
+    op: str = ""  # "aten.hardsigmoid.default"
+    line: str = ""  # FILE:LINE of the user code the node came from
+    module: str = ""  # the innermost nn.Module (nn_module_stack)
+    max_abs: float = 0.0
+    rmse: float = 0.0  # from float64 eager where it ran, else from eager
+    stage: str = ""
+    note: str = ""
+    steps: tuple[LocateStep, ...] = ()
+    seconds: float = 0.0
+    stopped: str = ""  # set when the time budget ended the search
+
+
+@dataclass(frozen=True)
 class Verification:
     """Eager against compiled on the same inputs: every output, and gradients of inputs and parameters."""
 
@@ -600,6 +631,8 @@ class Verification:
     tensors: tuple[TensorCheck, ...] = ()
     error: str = ""  # set when the comparison could not run (e.g. the outputs differ in structure)
     reference: str = ""  # "float64": a float64 eager run judged the tensors the tolerances rejected
+    #: where results first depart (``verify`` on a mismatch, unless --no-locate)
+    first_divergence: Optional[FirstDivergence] = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,11 @@ def verify(
                                          show_default=False, min=0)] = None,
     atol: Annotated[TolOpt, typer.Option("--atol", help="Absolute tolerance for every tensor (default: by dtype).",
                                          show_default=False, min=0)] = None,
+    no_locate: Annotated[bool, typer.Option("--no-locate", help="On a mismatch, do not search for the graph node "
+                                            "(or backend stage) where results first depart.")] = False,
+    locate_budget: Annotated[float, typer.Option("--locate-budget", metavar="SECONDS", min=0,
+                                                 help="Stop that search after this many seconds, with what it "
+                                                 "found.")] = 120.0,
     fmt: c.FormatOpt = "table",
     output: c.OutputOpt = None,
     *,
@@ -32,13 +37,23 @@ def verify(
     """Run the model eagerly and compiled on the same inputs; compare every output and gradient (exit 1 on a mismatch)."""
     from tcinspect.render import extensions as render
 
-    rep = capture.obtain(file, verify=VerifyRequest(rtol, atol))
+    request = capture.request(file, verify=VerifyRequest(rtol, atol))
+    rep = c.obtain(request, capture.debug or bool(c.DEBUG))
     if rep.verification is None:
         c.exit_for(rep)  # the capture failed before the compiled call: its own line and exit code
+    if not no_locate and rep.verification is not None and not rep.verification.ok and _runnable(file):
+        from tcinspect.capturing import locate
+
+        c.note("verify: locating where compiled results first depart (--no-locate skips this)")
+        rep = locate.attach(rep, request, locate_budget)
     c.emit(_checked(rep), fmt, output, lambda: render.verification(rep))
     c.exit_for(rep)
     if rep.verification is not None and not rep.verification.ok:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _runnable(file: Optional[str]) -> bool:
+    return bool(file) and str(file).endswith(".py")
 
 
 def _checked(rep: Report) -> Report:

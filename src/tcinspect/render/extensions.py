@@ -11,7 +11,7 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.report import ExportRun, Report, TensorCheck
+from tcinspect.report import ExportRun, FirstDivergence, Report, TensorCheck
 
 _CHANGE_STYLE = {"removed": "red", "added": "green", "replaced": "yellow", "changed": "yellow"}
 
@@ -126,7 +126,33 @@ def verification(rep: Report) -> RenderableType:
             parts.append(Text("outside the dtype tolerances a tensor is judged by its RMSE from a float64 eager run: "
                               "compiled's may be 2x eager's (3x for float16, bfloat16 and under 1,000 elements) "
                               "+ rtol/10", style="dim"))
+    if v.first_divergence is not None:
+        parts.extend(first_divergence(v.first_divergence))
     return Group(*parts)
+
+
+def first_divergence(d: FirstDivergence) -> list[RenderableType]:
+    """Where compiled results first depart from eager: the node (or backend stage), then each step the search ran."""
+    if d.node:
+        where = Text.assemble(("first departs  ", "bold red"), f"{d.graph} · node ", (d.node, "bold"), f" ({d.op})")
+        if d.line:
+            where.append(f" · {d.line}")
+        if d.module:
+            where.append(f" · module {d.module}")
+        where.append(f" · max abs {_err(d.max_abs)} · RMSE {_err(d.rmse)}")
+    elif d.stage:
+        where = Text.assemble(("first departs  ", "bold red"), "backend stage ", (d.stage, "bold"))
+    else:
+        where = Text.assemble(("first departs  ", "bold yellow"), "not found")
+    lines: list[RenderableType] = [where]
+    if d.note:
+        lines.append(Text(f"  {d.note}", style="dim"))
+    for s in d.steps:
+        lines.append(Text.assemble("  ", ("matches" if s.ok else "differs", "green" if s.ok else "red"),
+                                   f"  {s.what} ({s.seconds:.1f} s)", (f": {s.detail}" if s.detail else "", "dim")))
+    lines.append(Text(f"  searched {d.seconds:.1f} s" + (f"; stopped: {d.stopped}" if d.stopped else "")
+                      + " (--no-locate skips this, --locate-budget bounds it)", style="dim"))
+    return lines
 
 
 def _export_head(e: ExportRun) -> Text:

@@ -674,6 +674,36 @@ def _shapes(rep: Report) -> str:
     return section_html(rep)
 
 
+def _verification(rep: Report) -> str:
+    """``verify``: each output and gradient against eager, and where compiled results first depart."""
+    v = rep.verification
+    if v is None:
+        return ""
+    verdict = "matches eager" if v.ok else (v.error or "differs from eager")
+    parts = [f'<section id="verification"><h2>Verification · {_e(verdict)}</h2>']
+    rows = "".join(f"<tr><td>{_e(t.name)}<td>{_e(t.dtype)}<td class=num>{t.max_abs_error:.3g}"
+                   f"<td class=num>{t.max_rel_error:.3g}<td>{'ok' if t.ok else 'differs'}" for t in v.tensors)
+    if rows:
+        parts.append("<table><thead><tr><th>tensor<th>dtype<th>max abs<th>max rel<th></thead>"
+                     f"<tbody>{rows}</tbody></table>")
+    d = v.first_divergence
+    if d is not None:
+        where = (f"{_e(d.graph)} · node <code>{_e(d.node)}</code> ({_e(d.op)}) · {_e(d.line)}"
+                 f"{' · ' + _e(d.module) if d.module else ''} · max abs {d.max_abs:.3g} · RMSE {d.rmse:.3g}"
+                 if d.node else f"backend stage {_e(d.stage)}" if d.stage else "not found")
+        parts.append(f'<p class="alert">first departs: {where}</p>')
+        if d.note:
+            parts.append(f'<p class="note">{_e(d.note)}</p>')
+        steps = "".join(f"<li>{'matches' if s.ok else 'differs'} · {_e(s.what)} ({s.seconds:.1f} s)"
+                        f"{' · ' + _e(s.detail) if s.detail else ''}</li>" for s in d.steps)
+        if steps:
+            parts.append(f"<ul>{steps}</ul>")
+        if d.stopped:
+            parts.append(f'<p class="note">stopped: {_e(d.stopped)}</p>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
 def _regions(rep: Report) -> str:
     """Each compiled region: its calls, which subgraph served each, and what differed where one was not reused."""
     if rep.regions is None:
@@ -718,7 +748,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     page = _Page(rep, progress)
     body = [page.header(), "<main>", _findings(rep), page.summary(), _ranks(rep), page.dynamo(), page.guards(), page.breaks(), page.aot(),
             page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep),
-            _memory(rep), _caches(rep)]
+            _memory(rep), _caches(rep), _verification(rep)]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."
@@ -749,7 +779,8 @@ def fragment(rep: Report) -> str:
     dyn = rep.stages.dynamo
     return "".join((_findings(rep), page.summary(), _ranks(rep),
                     page.breaks() if dyn.graph_breaks or dyn.backend_failures else "", _collectives(rep),
-                    _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep), _caches(rep)))
+                    _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep), _caches(rep),
+                    _verification(rep)))
 
 
 def _findings(rep: Report) -> str:
