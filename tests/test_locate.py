@@ -97,3 +97,17 @@ def test_with_no_node_departing_each_backend_stage_is_run_and_shown(inductor_cac
     d = locate.locate_model(model, Call((torch.randn(4, 8),), {}), "inductor", (), VerifyRequest())
     assert [s.ok for s in d.steps] == [True] * 4 and d.stage == "" and d.node == ""
     assert [s.what for s in d.steps[1:]] == list(locate.STAGES)
+
+
+def test_a_compiled_backward_that_differs_is_located_in_the_backward_graph(capsys):
+    # the pass rewrites cos (sin's derivative) to sin only in the graph that takes tangents: outputs match eager,
+    # gradients do not, and the node is the backward graph's, at the forward line whose derivative it is
+    model = Path(__file__).resolve().parent / "models" / "backward_pass.py"
+    code, out, err = cli(capsys, "verify", str(model), "--backend", "aot_eager", "--pass",
+                         f"{model}:cos_to_sin_in_backward", "-f", "json")
+    assert code == 1, err
+    v = json.loads(out)["verification"]
+    assert all(t["ok"] for t in v["tensors"] if not t["name"].startswith("grad"))
+    d = v["first_divergence"]
+    assert d["graph"] == "aot_backward_graph 0" and d["op"] == "aten.sin.default" and d["node"].startswith("cos")
+    assert d["line"].endswith(f"backward_pass.py:{_line_of(model, 'Model', 'torch.sin(', 'forward')}")
