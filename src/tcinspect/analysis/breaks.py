@@ -76,7 +76,7 @@ def break_costs(rep: Report) -> list[tuple[DistinctBreak, BreakCost]]:
     """Each distinct break with its cost, costliest first: a frame run eagerly, then the measured call's eager ops
     (their time on a GPU), then the order torch met them."""
     cov = rep.coverage
-    frames = {f.compile_id: f for f in cov.frames} if cov is not None else {}
+    frames = coverage.frames_by_id(rep)
     runtime = cov.runtime if cov is not None and cov.runtime is not None and not cov.runtime.not_measured else None
     out = []
     for d in distinct_breaks(rep):
@@ -130,7 +130,7 @@ def breaks_document(rep: Report, fullgraph: bool = False,
     if fullgraph:
         summary["compiles_with_fullgraph"] = fullgraph_ok(rep)
     rows = []
-    frames = {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
+    frames = coverage.frames_by_id(rep)
     for d, cost in break_costs(rep):
         b, loc = d.first, d.first.user_frame
         status = fixes.fix_status(b, trials, frames.get(b.compile_id))

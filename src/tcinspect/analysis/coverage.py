@@ -1,11 +1,10 @@
-"""How much of the model runs compiled: the frames run eagerly, what each graph break costs, the coverage document
-(pure; no torch). The figures are torch's (Report.coverage, parse/coverage.py); nothing here estimates one."""
+"""How much of the model runs compiled: the frames run eagerly, each compile's coverage, the measured call's compiled
+share (pure; no torch). The figures are torch's (Report.coverage, parse/coverage.py); nothing here estimates one."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
-from tcinspect.plaindata import plain
 from tcinspect.report import Coverage, FrameCoverage, Report, RuntimeCoverage
 
 
@@ -15,6 +14,11 @@ def eager_frames(rep: Report) -> tuple[FrameCoverage, ...]:
         return ()
     failed = {f.compile_id for f in rep.stages.dynamo.backend_failures}
     return tuple(f for f in rep.coverage.eager_frames if f.compile_id not in failed)
+
+
+def frames_by_id(rep: Report) -> dict[str, FrameCoverage]:
+    """Each compile's coverage by its compile id; {} for a report without coverage."""
+    return {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
 
 
 def compiled_share(runtime: Optional[RuntimeCoverage]) -> Optional[float]:
@@ -46,17 +50,3 @@ def headline(cov: Coverage) -> str:
     if share is not None and cov.runtime is not None:
         parts.append(f"{cov.runtime.compiled_ops} of {cov.runtime.ops} ATen ops ran compiled ({share:.0%})")
     return " · ".join(parts)
-
-
-def coverage_document(rep: Report) -> Optional[dict[str, Any]]:
-    """The coverage figures for a command's YAML/JSON (PyTorch CI's keys), the frames run eagerly and the eager
-    islands of the measured call; None for a report saved before coverage was recorded."""
-    cov = rep.coverage
-    if cov is None:
-        return None
-    doc: dict[str, Any] = {"source": cov.source, "calls_captured": cov.calls_captured,
-                           "unique_graphs": cov.unique_graphs, "fallbacks_to_eager": cov.fallbacks_to_eager,
-                           "eager_frames": [plain(f) for f in cov.eager_frames]}
-    if cov.runtime is not None:
-        doc["runtime"] = plain(cov.runtime)
-    return doc

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from tcinspect.analysis.coverage import frames_by_id
 from tcinspect.report import FrameCoverage, GraphBreak, Report, SourceLocation, break_identity
 
 
@@ -157,7 +158,7 @@ def settings_for(b: GraphBreak, frame: Optional[FrameCoverage] = None) -> list[t
 def candidates(rep: Report) -> tuple[ConfigFix, ...]:
     """Each config fix the report's distinct breaks, eager frames and backend failures suggest, once, with the
     places it should clear, in the order the breaks were first seen."""
-    frames = {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
+    frames = frames_by_id(rep)
     found: dict[tuple[str, str], list[str]] = {}
 
     def add(settings: Sequence[tuple[str, str]], where: str) -> None:

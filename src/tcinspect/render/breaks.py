@@ -81,7 +81,7 @@ def breaks(rep: Report, fullgraph: bool = False, trials: Optional[Sequence[FixTr
     parts: list[RenderableType] = [summary_line(rep, fullgraph)]
     ranked = break_costs(rep)
     groups = [d for d, _ in ranked]
-    frames = {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
+    frames = coverage.frames_by_id(rep)
     failures = [backend_failures_table(rep)] if rep.stages.dynamo.backend_failures else []
     if coverage.eager_frames(rep):
         parts.append(eager_frames_table(rep))

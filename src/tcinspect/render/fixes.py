@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.breaks import break_costs
+from tcinspect.analysis.coverage import frames_by_id
 from tcinspect.analysis.fixes import CODE_CHANGE, NOT_VERIFIED, FixTrial, candidates, fix_status
 from tcinspect.render.parts import plural
 from tcinspect.report import Report
@@ -68,7 +69,7 @@ def fixes_view(rep: Report, trials: Optional[Sequence[FixTrial]]) -> RenderableT
     """What follows the breaks: the trials' table, or (no --try-fixes) a line saying that the suggested fixes are
     not verified and which settings --try-fixes would try; either way, which suggestions are code changes."""
     groups = [d for d, _ in break_costs(rep)]  # numbered as the breaks view numbers them
-    frames = {f.compile_id: f for f in rep.coverage.frames} if rep.coverage is not None else {}
+    frames = frames_by_id(rep)
     code = [str(i) for i, d in enumerate(groups, 1)
             if fix_status(d.first, trials, frames.get(d.first.compile_id)).startswith(CODE_CHANGE)]
     parts: list[RenderableType] = []
