@@ -125,3 +125,60 @@ def test_a_bf16_model_that_differs_within_the_rule_names_nothing_on_a_gpu(capsys
     # compiled and eager do differ (Inductor's fused bfloat16 math), within the rule: no false location
     assert v["ok"] and any(t["max_abs_error"] > 0 for t in v["tensors"])
     assert v.get("first_divergence") is None
+
+
+LOWERING = Path(__file__).resolve().parent / "models" / "lowering_override.py"
+
+#: torch's own CompilerBisector on the same model, in a process of its own (the model file replaces a lowering of
+#: Inductor's for the whole process): each run compiles with torch.compile and compares with eager by allclose
+_TORCH_BISECTS = """
+import json, runpy, sys, torch
+from torch._inductor.compiler_bisector import CompilerBisector
+m = runpy.run_path(sys.argv[1])
+model, (x,) = m["model"], m["example_inputs"]
+ref = model(x)
+def run():
+    torch._dynamo.reset()
+    return torch.allclose(torch.compile(model)(x), ref, rtol=1e-4, atol=1e-5)
+r = CompilerBisector.do_bisect(run)
+print(json.dumps([r.backend, r.subsystem, r.bisect_number, r.debug_info]))
+"""
+
+
+@pytest.mark.slow
+def test_a_wrong_inductor_lowering_is_the_stage_and_torchs_bisector_names_its_node(capsys, inductor_cache, tmp_path):
+    """No node departs (every graph runs aten.tanh), only Inductor does: the first failing stage is inductor, and
+    torch's CompilerBisector's answer is torch's own, placed at the line of the node whose lowering it names."""
+    import subprocess
+    import sys
+
+    code, out, err = cli(capsys, "verify", str(LOWERING), "--no-backward", "-f", "json")
+    assert code == 1, err
+    d = json.loads(out)["verification"]["first_divergence"]
+    assert [s["ok"] for s in d["steps"][:4]] == [True, True, True, False]  # node by node, then the three stages
+    assert d["stage"] == "inductor" and d["steps"][-1]["what"].startswith("torch's CompilerBisector")
+    truth = subprocess.run([sys.executable, "-c", _TORCH_BISECTS, str(LOWERING)], capture_output=True, text=True,
+                           check=True, env={**__import__("os").environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
+    backend, subsystem, number, debug_info = json.loads(truth.stdout.strip().splitlines()[-1])
+    assert (backend, subsystem, number, debug_info) == ("inductor", "lowerings", d["bisect_number"], "tanh")
+    assert (d["subsystem"], d["debug_info"]) == (subsystem, debug_info)
+    assert d["node"] == "tanh" and d["op"] == "aten.tanh.default"
+    assert d["line"].endswith(f"lowering_override.py:{_line_of(LOWERING, 'Gate', 'torch.tanh(', 'forward')}")
+    from tcinspect import serialize
+    from tcinspect.render.html import render
+
+    page = render(serialize.from_dict(json.loads(out)))
+    assert "backend stage inductor · lowerings #" in page and d["line"] in page
+
+
+def test_the_timeout_ends_the_search_and_keeps_the_record(capsys):
+    """The search runs in the capture's child, after the record: --timeout ends it there, and the verification the
+    capture made is still the answer (exit 1, the mismatch), saying what stopped the search."""
+    model = Path(__file__).resolve().parent / "models" / "hang_on_locate.py"
+    code, out, err = cli(capsys, "verify", str(model), "--backend", f"{model}:drop_relu", "--timeout", "30",
+                         "-f", "json")
+    assert code == 1, err
+    v = json.loads(out)["verification"]
+    assert v["ok"] is False and any(not t["ok"] for t in v["tensors"])
+    assert v["first_divergence"]["stopped"] == "--timeout 30 s ran out while locating where results first depart"
+    assert "locating where compiled results first depart" in err

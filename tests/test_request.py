@@ -227,7 +227,8 @@ def test_the_capture_child_builds_the_request_back_and_compiles_the_bytes_read(t
     (tmp_path / "request.json").write_text(request.to_json())
     (tmp_path / "source.py").write_bytes(b"net = None\nexample_inputs = ()\n")
     got: list = []
-    monkeypatch.setattr(engine, "capture_file", lambda r, source=None: got.append((r, source)) or _failed("stage", "x"))
+    monkeypatch.setattr(engine, "capture_file",
+                        lambda r, source=None, recorded=None: got.append((r, source)) or _failed("stage", "x"))
     assert isolate._child(str(tmp_path)) == 0
     assert "report" in json.loads((tmp_path / "result.json").read_text())
     (r, source), = got

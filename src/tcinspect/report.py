@@ -369,6 +369,9 @@ class VerifyRequest:
 
     rtol: Optional[float] = None  # None: by dtype
     atol: Optional[float] = None
+    #: on a mismatch, search where compiled results first depart for at most this many seconds, in the capture's
+    #: own process (so ``--timeout`` bounds it too); None: no search (capturing/locate.py)
+    locate_budget: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -398,6 +401,8 @@ class Options(CompileFields):
     verify: bool = False
     rtol: Optional[float] = None  # verify tolerances; None: by dtype
     atol: Optional[float] = None
+    #: verify: seconds the search for where results first depart may take on a mismatch (None: no search)
+    locate_budget: Optional[float] = None
     #: torch.export modes to run instead of torch.compile (``tcinspect export``): strict, non-strict
     export: tuple[str, ...] = ()
     dynamic_dims: tuple[int, ...] = ()  # export: input dimensions marked dynamic (Dim) on every tensor input
@@ -419,7 +424,7 @@ class Options(CompileFields):
         # every compile option is recorded under its own name
         return cls(**{f.name: getattr(compile, f.name) for f in dataclasses.fields(CompileFields)},
                    verify=verify is not None, rtol=verify.rtol if verify else None,
-                   atol=verify.atol if verify else None,
+                   atol=verify.atol if verify else None, locate_budget=verify.locate_budget if verify else None,
                    export=export.modes if export else (), dynamic_dims=export.dynamic_dims if export else (),
                    aoti=export.aoti if export else False,
                    bench=bench.runs if bench else 0, try_mode=bench.try_mode if bench else "")
@@ -430,7 +435,7 @@ class Options(CompileFields):
 
     @property
     def verify_request(self) -> Optional[VerifyRequest]:
-        return VerifyRequest(self.rtol, self.atol) if self.verify else None
+        return VerifyRequest(self.rtol, self.atol, self.locate_budget) if self.verify else None
 
     @property
     def export_request(self) -> Optional[ExportRequest]:
@@ -607,7 +612,9 @@ class FirstDivergence:
     """Where compiled results first depart from eager (``verify`` on a mismatch; capturing/locate.py).
 
     ``node`` is set when one node of one graph departs by verify's rule; ``stage`` when no node does and the
-    backend stages were bisected (the first of aot_eager, aot_eager_decomp_partition, inductor to fail)."""
+    backend stages were bisected (the first of aot_eager, aot_eager_decomp_partition, inductor to fail). Where
+    that stage has subsystems, torch's CompilerBisector names the one that introduces it (``subsystem``,
+    ``bisect_number``, ``debug_info``: its BisectionResult); a lowering it names is placed at its node's user line."""
 
     graph: str = ""  # "aot_forward_graph 0", "aot_backward_graph 0", "dynamo_output_graph 0"
     node: str = ""
@@ -617,6 +624,12 @@ class FirstDivergence:
     max_abs: float = 0.0
     rmse: float = 0.0  # from float64 eager where it ran, else from eager
     stage: str = ""
+    #: torch's CompilerBisector, where it ran: the subsystem whose disabling fixes it ("lowerings",
+    #: "post_grad_passes", "inductor_emulate_precision_casts"), the application of it that first fails (a count
+    #: from 0) and torch's debug info for that application (the pass's name, the node a lowering lowered)
+    subsystem: str = ""
+    bisect_number: Optional[int] = None
+    debug_info: str = ""
     note: str = ""
     steps: tuple[LocateStep, ...] = ()
     seconds: float = 0.0

@@ -559,14 +559,16 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
 
 
 def capture_file(file: str | os.PathLike | Request, *, source: Optional[modelfile.ModelSource] = None,
-                 options: Optional[Options] = None, as_script: Optional[bool] = None, **fields: Any) -> Report:
+                 options: Optional[Options] = None, as_script: Optional[bool] = None,
+                 recorded: Optional[Callable[[Report], None]] = None, **fields: Any) -> Report:
     """Capture a model file (``model`` + ``example_inputs``) or, if it defines no model, a script.
 
     ``file`` is a ``Request`` (what ``tcinspect.obtain`` and the capture's child process pass), or a path with
     the ``Request`` fields as keyword arguments (``compile=CompileOptions(...)``, ``model_name``, ``script``,
     ``script_args``, ``fresh``, ``quiet``, ...). ``source`` is the file as already read and hashed (else it is
     read here). ``options`` and ``as_script`` are deprecated: use ``compile=`` (etc.) and ``script=True`` /
-    ``model_name=``.
+    ``model_name=``. ``recorded`` is given the report as recorded, before a verify mismatch is located
+    (``VerifyRequest.locate_budget``; the isolated child keeps it, should --timeout end the search).
     """
     if isinstance(file, Request):
         if fields or options is not None or as_script is not None:
@@ -591,7 +593,7 @@ def capture_file(file: str | os.PathLike | Request, *, source: Optional[modelfil
         fields.setdefault("quiet", False)  # torch's log output as it was before capture_file took a Request
         request = Request(file=os.fspath(file), **fields)
     return _capture_file(request.file or "", request.model, request.inputs_name, request.options, request.fresh,
-                         request.script_args, request.quiet, request.as_script, source)
+                         request.script_args, request.quiet, request.as_script, source, recorded)
 
 
 #: What ``capture_file(path, ...)`` takes as keyword arguments: the Request's fields but the file.
@@ -600,7 +602,8 @@ _REQUEST_FIELDS = frozenset(f.name for f in dataclasses.fields(Request)) - {"fil
 
 def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, opts: Options, fresh: bool,
                   script_args: Sequence[str], quiet: bool, as_script: Optional[bool],
-                  source: Optional[modelfile.ModelSource]) -> Report:
+                  source: Optional[modelfile.ModelSource],
+                  recorded: Optional[Callable[[Report], None]] = None) -> Report:
     src = source or modelfile.read(path, model_name, as_script)
     if opts.bench_request is not None:  # before the file runs or anything compiles
         gpu_timing.check(opts.compile, script=src.is_script)
@@ -611,9 +614,20 @@ def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, op
             loaded = modelfile.load(src, model_name, inputs_name, opts.device)
             target = Target(kind="model", path=str(path), sha256=src.sha256, model_name=model_name,
                             inputs_name=inputs_name, input_sets=len(loaded.input_sets))
-            return _capture_loaded(loaded, target, opts, fresh, src.path, quiet, src)
+            rep = _capture_loaded(loaded, target, opts, fresh, src.path, quiet, src)
         finally:
             modelfile.unload(src)
+        v = rep.verification
+        if opts.locate_budget is not None and v is not None and not v.ok:
+            # after the record, in this process (an isolated child: --timeout bounds it): where results first depart
+            from tcinspect.capturing import locate
+
+            if recorded is not None:
+                recorded(rep)
+            print("tcinspect: verify: locating where compiled results first depart (--no-locate skips this)",
+                  file=sys.stderr, flush=True)
+            rep = locate.attach_file(rep, os.fspath(path), model_name, inputs_name, opts, opts.locate_budget, src)
+        return rep
 
 
 def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args: list[str], model_name: str,

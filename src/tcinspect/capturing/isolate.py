@@ -58,6 +58,10 @@ def capture_isolated(request: Request, source: ModelSource) -> Report:
             output.seek(0)
             _forward(output.read())
         result = t / "result.json"
+        if result.exists() and timed_out:
+            recorded = _recorded_before_locating(result, timeout)
+            if recorded is not None:
+                return recorded
         if result.exists() and not timed_out:
             data = json.loads(result.read_text(encoding="utf-8"))
             if "internal" in data:
@@ -77,6 +81,27 @@ def capture_isolated(request: Request, source: ModelSource) -> Report:
             fix = "the model or a compiled kernel crashed the interpreter; the stages recorded before are shown"
         partial = partial_report(t / "events.jsonl", path, request.model, request.options, why)
         return partial.replace(failure=Failure("crashed", why, fix))
+
+
+def _recorded_before_locating(result: Path, timeout: Optional[float]) -> Optional[Report]:
+    """The report the child wrote before it began locating a verify mismatch, if --timeout ended it there: the
+    record is whole, and the search says what stopped it."""
+    from dataclasses import replace
+
+    from tcinspect.report import FirstDivergence
+
+    try:
+        data = json.loads(result.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    if not data.get("locating") or "report" not in data:
+        return None
+    rep = serialize.from_dict(data["report"])
+    if rep.verification is None:
+        return rep
+    stopped = FirstDivergence(stopped=f"--timeout {timeout:g} s ran out while locating where results first depart",
+                              note="raise --timeout, or bound the search with --locate-budget")
+    return replace(rep, verification=replace(rep.verification, first_divergence=stopped))
 
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)', re.M)
@@ -146,14 +171,25 @@ def _child(directory: str) -> int:
         assert request.file is not None
         source = modelfile.of_bytes(Path(request.file), (t / "source.py").read_bytes(), request.model,
                                     request.as_script)
-        rep = capture_file(request, source=source)
+
+        def recorded(rep: Report) -> None:  # before a verify mismatch is located: kept, should --timeout end that
+            _write_atomic(result, json.dumps({"report": serialize.to_dict(rep), "locating": True}))
+
+        rep = capture_file(request, source=source, recorded=recorded)
         payload: dict[str, Any] = {"report": serialize.to_dict(rep)}
     except errors.TcinspectError as exc:
         payload = {"error": {"class": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}}
     except Exception:  # noqa: BLE001 - a bug in tcinspect: the parent shows it as one, not as a crash
         payload = {"internal": traceback.format_exc()}
-    result.write_text(json.dumps(payload), encoding="utf-8")
+    _write_atomic(result, json.dumps(payload))
     return 0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` to ``path`` whole or not at all (the parent may stop this process at any moment)."""
+    part = path.with_suffix(".part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
 
 
 if __name__ == "__main__":

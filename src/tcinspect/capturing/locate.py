@@ -13,9 +13,15 @@ Two searches, cheapest first, within a time budget:
 2. **Backend stage.** If no node departs, the cause is a compiler stage: the model is compiled under ``aot_eager``,
    ``aot_eager_decomp_partition`` and ``inductor`` in turn (up to the backend asked for) and compared with eager;
    the first stage that fails is named.
+3. **torch's CompilerBisector.** Where that stage has subsystems (``aot_eager_decomp_partition``, ``inductor``),
+   ``torch._inductor.compiler_bisector.CompilerBisector`` runs the same comparison over and over: it disables the
+   stage's subsystems one by one (its passes, config changes, lowerings) and bisects the applications of the one
+   whose disabling fixes it. Its answer (subsystem, bisect number, debug info) is kept as torch gives it; a
+   lowering it names is placed at that node's user line, from the graphs of step 1.
 
 Each run is one ``LocateStep`` (what ran, its verdict, seconds); the search stops when the budget is spent,
-keeping what it found.
+keeping what it found. It runs in the capture's own process (the isolated child, which ``--timeout`` bounds), after
+the record: none of its compiles is part of the report.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tcinspect.capturing import _compat, custom, modelfile, outputs, verify
-from tcinspect.report import FirstDivergence, LocateStep, Report, Request, VerifyRequest
+from tcinspect.report import FirstDivergence, LocateStep, Options, Report, Request, VerifyRequest
 
 #: seconds the search may take in all (``--locate-budget``)
 DEFAULT_BUDGET_S = 120.0
@@ -65,21 +71,28 @@ class _Search:
 
 def locate(request: Request, budget_s: float = DEFAULT_BUDGET_S) -> FirstDivergence:
     """Where the compiled model of ``request`` (a model file, with its compile options) first departs from eager."""
-    src = modelfile.read(request.file or "", request.model)
+    return locate_file(request.file or "", request.model, request.inputs_name, request.options, budget_s)
+
+
+def locate_file(path: str | Path, model_name: str, inputs_name: str, options: Options,
+                budget_s: float = DEFAULT_BUDGET_S, source: Optional[modelfile.ModelSource] = None) -> FirstDivergence:
+    """Where the model ``model_name`` of the model file ``path``, compiled with ``options``, first departs from
+    eager, on the first of its inputs (``source``: the file as the capture read it)."""
+    src = source or modelfile.read(path, model_name)
     if src.is_script:
         return FirstDivergence(note="a script's own torch.compile calls cannot be re-run node by node")
     home = str(Path(src.path).resolve().parent)
     sys.path.insert(0, home)  # the model file's own imports, as the capture finds them
     try:
-        loaded = modelfile.load(src, request.model, request.inputs_name, request.options.device)
+        loaded = modelfile.load(src, model_name, inputs_name, options.device)
         inputs = loaded.calls()[0]
         model: Any = loaded.model
-        if request.options.device:
+        if options.device:
             if callable(getattr(model, "to", None)):
-                model = model.to(request.options.device)
-            inputs = modelfile.move(inputs, request.options.device)
-        return locate_model(model, inputs, request.options.backend, request.options.passes,
-                            request.options.verify_request or VerifyRequest(), request.options.backward, budget_s)
+                model = model.to(options.device)
+            inputs = modelfile.move(inputs, options.device)
+        return locate_model(model, inputs, options.backend, options.passes,
+                            options.verify_request or VerifyRequest(), options.backward, budget_s)
     finally:
         modelfile.unload(src)
         if home in sys.path:
@@ -88,10 +101,17 @@ def locate(request: Request, budget_s: float = DEFAULT_BUDGET_S) -> FirstDiverge
 
 def attach(rep: Report, request: Request, budget_s: float = DEFAULT_BUDGET_S) -> Report:
     """``rep`` with its verification's ``first_divergence`` filled in (unchanged when the verification passed)."""
+    return attach_file(rep, request.file or "", request.model, request.inputs_name, request.options, budget_s)
+
+
+def attach_file(rep: Report, path: str | Path, model_name: str, inputs_name: str, options: Options,
+                budget_s: float = DEFAULT_BUDGET_S, source: Optional[modelfile.ModelSource] = None) -> Report:
+    """``attach`` for a model file and the options it was captured with (what the capture itself calls)."""
     v = rep.verification
     if v is None or v.ok:
         return rep
-    return replace(rep, verification=replace(v, first_divergence=locate(request, budget_s)))
+    found = locate_file(path, model_name, inputs_name, options, budget_s, source)
+    return replace(rep, verification=replace(v, first_divergence=found))
 
 
 def locate_model(model: Any, inputs: modelfile.Call, backend: str, passes: Sequence[str],
@@ -110,6 +130,7 @@ def locate_model(model: Any, inputs: modelfile.Call, backend: str, passes: Seque
 
     names = _compat.module_names(model)
     custom_target = custom.is_target(backend)
+    graphs: list[_Graph] = []
     if custom_target or backend in ("aot_eager", "inductor") or passes:
         began = time.perf_counter()
         what = f"{backend} on each Dynamo graph, node by node" if custom_target else \
@@ -144,8 +165,81 @@ def locate_model(model: Any, inputs: modelfile.Call, backend: str, passes: Seque
         search.add(stage + ("".join(f" --pass {p}" for p in passes) if with_passes else ""), v.ok, began,
                    v.error or (f"{', '.join(bad)} mismatched" if bad else "matches eager"))
         if not v.ok:
-            return _done(search, FirstDivergence(stage=stage, note=f"first failing stage: {stage}"))
+            found = FirstDivergence(stage=stage, note=f"first failing stage: {stage}")
+            if stage in BISECTED:
+                found = _bisect(found, model, inputs, ref, step, request, passes, search, graphs, names)
+            return _done(search, found)
     return _done(search, FirstDivergence(note="no stage departs when compiled again"))
+
+
+#: the stages torch's CompilerBisector has subsystems for (torch/_inductor/compiler_bisector.py: BACKENDS)
+BISECTED = ("aot_eager_decomp_partition", "inductor")
+
+
+class _Spent(Exception):
+    """The time budget ran out in the middle of the bisector's runs."""
+
+
+def _bisect(found: FirstDivergence, model: Any, inputs: modelfile.Call, ref: Any,
+            step: Callable[[Any, modelfile.Call], Any], request: VerifyRequest, passes: Sequence[str],
+            search: _Search, graphs: Sequence[_Graph], names: dict[str, str]) -> FirstDivergence:
+    """``found`` (a failing stage) with what torch's CompilerBisector says introduces it."""
+    if search.left() <= 0:
+        return found
+    began = time.perf_counter()
+    runs: list[bool] = []
+    # the user's passes run under the bisector's inductor runs where torch can keep a custom backend
+    compiled_with, _ = custom.build_backend("inductor", passes) if passes else ("inductor", None)
+
+    def run(tried: _compat.BisectRun) -> bool:
+        if search.left() <= 0:
+            raise _Spent
+        twin, call = _copy(model), verify._clone(inputs)
+        _compat.reset_dynamo()
+        try:
+            ok = verify.compare(ref, step(_compat.compile_fn(twin, backend=compiled_with), call), call, twin,
+                                request).ok
+        except Exception:  # noqa: BLE001 - a run that raises under what the bisector disabled fails, as in torch's tests
+            ok = False
+        finally:
+            _compat.reset_dynamo()
+        runs.append(ok)
+        return ok
+
+    what = "torch's CompilerBisector (its backends, then the failing one's subsystems)"
+    try:
+        result, _ = _compat.compiler_bisect(run, keep_custom_backend=bool(passes))
+    except _Spent:
+        search.add(what + " (stopped)", False, began, f"{len(runs)} runs before the time budget was spent")
+        return found
+    if result is None:
+        search.add(what, True, began, f"{len(runs)} runs: every backend matched eager when the bisector ran it")
+        return replace(found, note=found.note + "; torch's CompilerBisector found no backend that fails")
+    said = _bisected(result)
+    search.add(what, False, began, f"{len(runs)} runs: {said}")
+    found = replace(found, subsystem=result.subsystem, bisect_number=result.bisect_number,
+                    debug_info=result.debug_info, note=f"first failing stage: {found.stage}; torch's "
+                    f"CompilerBisector: {said}")
+    if result.backend != found.stage:
+        found = replace(found, note=found.note + f" (the bisector's first failing backend is {result.backend})")
+    if result.subsystem == "lowerings" and result.debug_info:
+        # torch's debug info for a lowering is the node lowered (repr(node)): the graphs' node of that name
+        for g in graphs:
+            node = next((n for n in g.after.graph.nodes if n.name == result.debug_info), None)
+            if node is not None:
+                return replace(found, graph=g.name, node=node.name, op=_op(node), line=_line(node),
+                               module=_compat.module_path(node.meta.get("nn_module_stack"), names))
+    return found
+
+
+def _bisected(b: _compat.Bisection) -> str:
+    """torch's CompilerBisector's answer in words."""
+    if not b.subsystem:
+        return f"the issue is in {b.backend}, in no subsystem it can disable"
+    if b.config_change:
+        return f"{b.backend}: {b.config_change} makes it match (subsystem {b.subsystem})"
+    return (f"{b.backend}: disabling {b.subsystem} fixes it; application {b.bisect_number} of it is the first "
+            f"that fails" + (f" ({b.debug_info})" if b.debug_info else ""))
 
 
 def _done(search: _Search, found: FirstDivergence, stopped: bool = False) -> FirstDivergence:

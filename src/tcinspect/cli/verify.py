@@ -37,23 +37,15 @@ def verify(
     """Run the model eagerly and compiled on the same inputs; compare every output and gradient (exit 1 on a mismatch)."""
     from tcinspect.render import extensions as render
 
-    request = capture.request(file, verify=VerifyRequest(rtol, atol))
+    # on a mismatch the capture itself locates where results first depart (in its child: --timeout bounds it)
+    request = capture.request(file, verify=VerifyRequest(rtol, atol, None if no_locate else locate_budget))
     rep = c.obtain(request, capture.debug or bool(c.DEBUG))
     if rep.verification is None:
         c.exit_for(rep)  # the capture failed before the compiled call: its own line and exit code
-    if not no_locate and rep.verification is not None and not rep.verification.ok and _runnable(file):
-        from tcinspect.capturing import locate
-
-        c.note("verify: locating where compiled results first depart (--no-locate skips this)")
-        rep = locate.attach(rep, request, locate_budget)
     c.emit(_checked(rep), fmt, output, lambda: render.verification(rep))
     c.exit_for(rep)
     if rep.verification is not None and not rep.verification.ok:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
-
-
-def _runnable(file: Optional[str]) -> bool:
-    return bool(file) and str(file).endswith(".py")
 
 
 def _checked(rep: Report) -> Report:

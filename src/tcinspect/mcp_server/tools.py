@@ -118,8 +118,9 @@ TOOLS: tuple[Tool, ...] = (
          "report's header, summary and its `coverage` section.", withheld=TABLE_ONLY, keys=("coverage",)),
     Tool("verify", "verify",
          "Run a model file eagerly and compiled on the same inputs and compare every output and gradient (your "
-         "backend and passes included). Answers with the report's header, summary and its `verification` section "
-         "(and `passes`).", keys=("verification", "passes")),
+         "backend and passes included); on a mismatch, where results first depart (graph, node, your line; or the "
+         "compiler stage and torch's CompilerBisector's subsystem). Answers with the report's header, summary and "
+         "its `verification` section (and `passes`).", keys=("verification", "passes")),
     Tool("export", "export",
          "torch.export the model in strict and non-strict mode (optionally through AOTInductor): per mode the graph "
          "and signature, or the failure. Answers with the report's header, summary and its `exports` section.",

@@ -133,15 +133,21 @@ def verification(rep: Report) -> RenderableType:
 
 def first_divergence(d: FirstDivergence) -> list[RenderableType]:
     """Where compiled results first depart from eager: the node (or backend stage), then each step the search ran."""
-    if d.node:
+    if d.stage:
+        where = Text.assemble(("first departs  ", "bold red"), "backend stage ", (d.stage, "bold"))
+        if d.subsystem:
+            where.append(f" · {bisected(d)}")
+        if d.node:
+            where.append(f" · node {d.node} ({d.op})")
+            where.append(f" · {d.line}" if d.line else "")
+            where.append(f" · module {d.module}" if d.module else "")
+    elif d.node:
         where = Text.assemble(("first departs  ", "bold red"), f"{d.graph} · node ", (d.node, "bold"), f" ({d.op})")
         if d.line:
             where.append(f" · {d.line}")
         if d.module:
             where.append(f" · module {d.module}")
         where.append(f" · max abs {_err(d.max_abs)} · RMSE {_err(d.rmse)}")
-    elif d.stage:
-        where = Text.assemble(("first departs  ", "bold red"), "backend stage ", (d.stage, "bold"))
     else:
         where = Text.assemble(("first departs  ", "bold yellow"), "not found")
     lines: list[RenderableType] = [where]
@@ -153,6 +159,12 @@ def first_divergence(d: FirstDivergence) -> list[RenderableType]:
     lines.append(Text(f"  searched {d.seconds:.1f} s" + (f"; stopped: {d.stopped}" if d.stopped else "")
                       + " (--no-locate skips this, --locate-budget bounds it)", style="dim"))
     return lines
+
+
+def bisected(d: FirstDivergence) -> str:
+    """torch's CompilerBisector's subsystem, its application and debug info, in a few words."""
+    number = f" #{d.bisect_number}" if d.bisect_number else ""
+    return f"{d.subsystem}{number}" + (f" ({d.debug_info})" if d.debug_info and d.debug_info != d.subsystem else "")
 
 
 def _export_head(e: ExportRun) -> Text:

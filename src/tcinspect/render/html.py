@@ -688,9 +688,15 @@ def _verification(rep: Report) -> str:
                      f"<tbody>{rows}</tbody></table>")
     d = v.first_divergence
     if d is not None:
-        where = (f"{_e(d.graph)} · node <code>{_e(d.node)}</code> ({_e(d.op)}) · {_e(d.line)}"
-                 f"{' · ' + _e(d.module) if d.module else ''} · max abs {d.max_abs:.3g} · RMSE {d.rmse:.3g}"
-                 if d.node else f"backend stage {_e(d.stage)}" if d.stage else "not found")
+        node = (f" · node <code>{_e(d.node)}</code> ({_e(d.op)}) · {_e(d.line)}"
+                f"{' · ' + _e(d.module) if d.module else ''}") if d.node else ""
+        if d.stage:
+            from tcinspect.render.extensions import bisected
+
+            where = f"backend stage {_e(d.stage)}" + (f" · {_e(bisected(d))}" if d.subsystem else "") + node
+        else:
+            where = (f"{_e(d.graph)}{node} · max abs {d.max_abs:.3g} · RMSE {d.rmse:.3g}" if d.node
+                     else "not found")
         parts.append(f'<p class="alert">first departs: {where}</p>')
         if d.note:
             parts.append(f'<p class="note">{_e(d.note)}</p>')

@@ -19,7 +19,8 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "Kernel.provenance", "Kernel.provenance_key", "Kernel.dynamo_nodes", "Kernel.modules", "Kernel.frames",
     "KernelTiming.in_step_us", "KernelTiming.in_step_kernels", "KernelBench.step",
     "RankReport.compile_time", "TensorCheck.fp64_rmse", "TensorCheck.eager_fp64_rmse", "Verification.reference",
-    "Verification.first_divergence",
+    "Verification.first_divergence", "FirstDivergence.subsystem", "FirstDivergence.bisect_number",
+    "FirstDivergence.debug_info",
     # the parse section's later counts are written only when set (to_dict)
     "ParseHealth.artifacts_not_understood", "ParseHealth.payload_mismatches", "ParseHealth.truncated_payloads",
     "ParseHealth.files_ignored",
