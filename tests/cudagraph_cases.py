@@ -14,7 +14,17 @@ import re
 from collections import Counter
 from typing import Any
 
-CASES = ("mutated_input", "cpu_tensor", "dynamic_sizes", "mlp_train_sizes", "gpt2_train")
+CASES = ("mutated_input", "cpu_tensor", "dynamic_sizes", "mlp_train_sizes", "gpt2_train", "cpu_island",
+         "only_cpu_partition", "dynamic_skip", "train_island", "train_island_unpartitioned")
+#: the cases' torch._inductor.config settings (graph_partition is torch's default, True, unless said)
+CONFIGS: dict[str, dict[str, Any]] = {
+    "cpu_tensor": {"graph_partition": False},  # with partitions (2.11's default) CPU ops are cut out
+    "dynamic_skip": {"triton.cudagraph_skip_dynamic_graphs": True},
+    "train_island_unpartitioned": {"graph_partition": False},
+}
+#: the cases compiled with dynamic=True, and those that run no backward
+DYNAMIC = ("dynamic_sizes", "dynamic_skip")
+NO_BACKWARD = ("cpu_island", "only_cpu_partition")
 
 
 def _models(name: str) -> tuple[Any, tuple, list[tuple]]:
@@ -44,6 +54,28 @@ def _models(name: str) -> tuple[Any, tuple, list[tuple]]:
         mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(dev)
         sets = [(torch.randn(b, 16, device=dev),) for b in (16, 32, 8)]
         return mlp, (torch.randn(8, 16, device=dev),), sets
+    if name in ("cpu_island", "train_island", "train_island_unpartitioned"):
+        class Island(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.a = torch.nn.Linear(16, 16)
+                self.b = torch.nn.Linear(16, 16)
+
+            def forward(self, x):
+                h = self.a(x)
+                c = (h.cpu() * 2).cuda()  # a CPU island between two partitions
+                return self.b(c)
+
+        return Island().to(dev), (torch.randn(8, 16, device=dev),), []
+    if name == "only_cpu_partition":
+        class OnlyCpu(torch.nn.Module):
+            def forward(self, x):
+                return (x.cpu().sin() * 3).cuda()  # nothing left to capture
+
+        return OnlyCpu(), (torch.randn(8, 16, device=dev),), []
+    if name == "dynamic_skip":
+        mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(dev)
+        return mlp, (torch.randn(8, 16, device=dev),), [(torch.randn(b, 16, device=dev),) for b in (16, 32)]
     if name == "gpt2_train":
         from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -73,25 +105,33 @@ def run_case(name: str, events_file: str = "") -> tuple[Any, dict[str, Any]]:
 
     warnings: list[str] = []
     recordings: Counter[str] = Counter()
+    recorded_functions: list[str] = []  # "compile id function" per recording, in order
+    created: list[str] = []  # the scheduler's "Created N graph partitions: ..." lines, in order
+    partition_lines: list[str] = []  # its "Partition i: ..." lines
 
     class Oracle(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             message = record.getMessage()
             if record.levelno >= logging.WARNING and message.startswith("skipping cudagraph"):
                 warnings.append(message)
-            m = re.match(r"\[([^\]]*)\] Recording function=", message)
+            m = re.match(r"\[([^\]]*)\] Recording function=([^,\s]+)", message)
             if m:
                 recordings[m.group(1)] += 1
+                recorded_functions.append(f"{m.group(1)} {m.group(2)}")
+            if message.startswith("Created ") and "graph partitions" in message:
+                created.append(message)
+            elif re.match(r"  Partition \d+: ", message):
+                partition_lines.append(message.strip())
 
     handler = Oracle()
     loggers = [logging.getLogger(n) for n in ("torch._inductor.cudagraph_utils.__cudagraphs",
-                                              "torch._inductor.cudagraph_trees.__cudagraphs")]
+                                              "torch._inductor.cudagraph_trees.__cudagraphs",
+                                              "torch._inductor.scheduler.__cudagraphs")]
     saved = [(lg.level, lg.propagate) for lg in loggers]
 
     model, inputs, sets = _models(name)
-    old = torch._inductor.config.graph_partition
-    if name == "cpu_tensor":
-        torch._inductor.config.graph_partition = False  # with partitions (2.11's default) CPU ops are cut out
+    patch = torch._inductor.config.patch(CONFIGS.get(name, {}))
+    patch.__enter__()
     counters.clear()
     for lg in loggers:  # the debug lines reach this handler alone
         lg.addHandler(handler)
@@ -102,7 +142,8 @@ def run_case(name: str, events_file: str = "") -> tuple[Any, dict[str, Any]]:
     try:
         rep = tcinspect.capture(model, *inputs, input_sets=sets,
                                 compile=CompileOptions(mode="reduce-overhead", device="cuda",
-                                                        dynamic="true" if name == "dynamic_sizes" else ""),
+                                                        dynamic="true" if name in DYNAMIC else "",
+                                                        backward=name not in NO_BACKWARD),
                                 fresh=True)
     finally:
         os.environ.pop("TCINSPECT_EVENTS_FILE", None)
@@ -110,8 +151,10 @@ def run_case(name: str, events_file: str = "") -> tuple[Any, dict[str, Any]]:
             lg.removeHandler(handler)
             lg.setLevel(level)
             lg.propagate = propagate
-        torch._inductor.config.graph_partition = old
+        patch.__exit__(None, None, None)
     truth = {"case": name, "torch": torch.__version__, "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
              "skip_messages": warnings, "recordings_by_compile_id": dict(recordings),
+             "recorded_functions": recorded_functions, "partitions_created": created,
+             "partition_lines": partition_lines, "config": CONFIGS.get(name, {}),
              "calls": rep.calls, "mode": "reduce-overhead", "dynamic": rep.options.dynamic}
     return rep, truth

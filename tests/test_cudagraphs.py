@@ -36,6 +36,12 @@ def _text(rep) -> str:
     return console.export_text()
 
 
+def _case_line(text: str) -> int:
+    """The line of tests/cudagraph_cases.py (where the recorded models are defined) whose code holds ``text``."""
+    lines = (Path(__file__).parent / "cudagraph_cases.py").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
 def test_recorded_cases_present():
     assert {"mutated_input", "dynamic_sizes", "mlp_train_sizes", "gpt2_train"} <= set(CASES)
 
@@ -174,5 +180,154 @@ def test_cpu_op_in_the_graph_is_one_skip_with_the_users_line():
     rep, truth, _ = _report("cpu_tensor")
     (g,) = rep.cudagraphs.graphs  # one inference graph: torch's one skip, not a second "forward" entry
     assert (g.part, g.status, g.reason) == ("inference", "skipped", "cpu device (sum_1)")
-    assert g.user_lines == ("/home/user/tcinspect/tests/cudagraph_cases.py:40",)
+    assert g.user_lines == (f"/home/user/tcinspect/tests/cudagraph_cases.py:{_case_line('torch.ones(8).sum()')}",)
     assert rep.cudagraphs.skips == truth["cudagraph_skips"] == 1
+
+
+# Graph partitions (Inductor's graph_partition, torch's default): recorded on an H200 (torch 2.11) beside torch's own
+# "cudagraphs" debug log of the same run (the scheduler's "Created N graph partitions" and "Partition i" lines, and
+# cudagraph trees' "Recording function=partition_k" lines), read by an independent handler (tests/cudagraph_cases.py).
+PARTITIONED_CASES = ("cpu_island", "only_cpu_partition", "dynamic_skip", "train_island", "dynamic_sizes",
+                     "mlp_train_sizes", "gpt2_train", "mutated_input")
+
+
+@pytest.mark.parametrize("name", PARTITIONED_CASES)
+def test_partitions_equal_torchs_scheduler_log(name):
+    from collections import Counter
+
+    rep, truth, _ = _report(name)
+    graphs = [g for g in rep.cudagraphs.graphs if g.partitions]
+    assert all(g.partitions_from == "scheduler" for g in graphs)
+    created = Counter(f"Created {len(g.partitions)} graph partitions: {sum(p.cudagraphable for p in g.partitions)} "
+                      f"cudagraphable, {sum(not p.cudagraphable for p in g.partitions)} non-cudagraphable"
+                      for g in graphs)
+    assert created == Counter(truth["partitions_created"])
+    lines = Counter(f"Partition {p.index}: {p.nodes} nodes, {'cudagraphable' if p.cudagraphable else 'non-cudagraphable'}"
+                    for g in graphs for p in g.partitions)
+    assert lines == Counter(line.split(", inputs=")[0] for line in truth["partition_lines"])
+    # each recording of each partition, as cudagraph trees logged it
+    recorded = Counter(f"{g.compile_id} {p.function}" for g in graphs for p in g.partitions for _ in p.recordings)
+    assert recorded == Counter(truth["recorded_functions"])
+
+
+@pytest.mark.parametrize("name", PARTITIONED_CASES)
+def test_every_kernel_is_in_one_partition_as_the_output_code_places_it(name):
+    from helpers import launched
+
+    rep, _, _ = _report(name)
+    outputs = {(o.compile_id, o.part): o for o in rep.stages.inductor.outputs}
+    for g in rep.cudagraphs.graphs:
+        if not g.partitions:
+            continue
+        out = outputs[(g.compile_id, g.part)]
+        placed = sorted(i for p in g.partitions for i in p.kernel_indices)
+        assert placed == list(range(len(out.kernels))) and g.kernels == len(out.kernels)
+        # the oracle: launches in the partition functions (the code above class Runner), read with plain regexes
+        in_functions = len(launched(out.wrapper.split("\nclass Runner", 1)[0]))
+        assert sum(p.kernels for p in g.partitions if p.cudagraphable) == in_functions
+
+
+def test_a_cpu_island_is_three_partitions_two_captured_and_the_island_at_its_line():
+    rep, truth, _ = _report("cpu_island")
+    (g,) = rep.cudagraphs.graphs
+    assert truth["partitions_created"] == ["Created 3 graph partitions: 2 cudagraphable, 1 non-cudagraphable"]
+    assert [(p.cudagraphable, p.function, len(p.recordings)) for p in g.partitions] == [
+        (True, "partition_0", 1), (False, "", 0), (True, "partition_1", 1)]
+    island = g.partitions[1]
+    line = f"cudagraph_cases.py:{_case_line('c = (h.cpu() * 2).cuda()')}"
+    assert island.reasons == ("cpu ops", "DeviceCopy ops") and island.user_lines[0].endswith(line)
+    # two recordings are the two partitions, not a re-recording
+    assert g.status == "recorded" and g.rerecordings == 0 and len(g.recordings) == 2
+    text = _text(rep)
+    assert "3 partitions / 2 captured" in text and "0 re-recordings" in text
+    assert f"cpu ops, DeviceCopy ops at {line}" in text and "2 of 3 kernels in CUDA graphs (67%)" in text
+
+
+def test_a_graph_with_no_cudagraphable_partition_is_a_skip_torch_never_logged():
+    rep, truth, _ = _report("only_cpu_partition")
+    (g,) = rep.cudagraphs.graphs
+    assert truth["cudagraph_skips"] == 0 and truth["skip_messages"] == []  # torch says nothing (pytorch#193044)
+    assert truth["partitions_created"] == ["Created 1 graph partitions: 0 cudagraphable, 1 non-cudagraphable"]
+    assert g.status == "skipped" and g.reason == "nothing captured: no cudagraphable partition (cpu ops, DeviceCopy ops)"
+    assert g.user_lines[0].endswith(f"cudagraph_cases.py:{_case_line('x.cpu().sin() * 3')}")
+    assert rep.cudagraphs.skips == 0 and rep.cudagraphs.unlogged_skips == 1
+    assert cudagraphs.SILENT_NOTE in rep.cudagraphs.notes
+    assert _failed(rep, cudagraph_skips=0) == [
+        "cudagraph_skips 1 > max 0; 0/0 inference skipped: nothing captured: no cudagraphable partition (cpu ops, "
+        "DeviceCopy ops)"]
+
+
+def test_dynamic_graphs_left_out_by_cudagraph_skip_dynamic_graphs_are_skips_with_torchs_reason():
+    rep, truth, _ = _report("dynamic_skip")
+    assert truth["config"] == {"triton.cudagraph_skip_dynamic_graphs": True} and truth["cudagraph_skips"] == 0
+    assert {(g.part, g.status, g.reason) for g in rep.cudagraphs.graphs} == {
+        (part, "skipped", "nothing captured: no cudagraphable partition (dynamic shape ops)")
+        for part in ("forward", "backward")}
+    assert rep.cudagraphs.kernels_in_cudagraphs == 0 and rep.cudagraphs.unlogged_skips == 2
+
+
+def test_a_training_step_partitions_forward_and_backward_and_unpartitioned_it_is_torchs_skip():
+    rep, truth, _ = _report("train_island")
+    parts = {g.part: g for g in rep.cudagraphs.graphs}
+    assert set(parts) == {"forward", "backward"} and all(g.status == "recorded" for g in parts.values())
+    assert all([p.cudagraphable for p in g.partitions] == [True, False, True] for g in parts.values())
+    assert rep.cudagraphs.recordings == sum(truth["recordings_by_compile_id"].values()) == 4
+    assert rep.cudagraphs.rerecordings == 0
+    off, truth_off, _ = _report("train_island_unpartitioned")
+    assert truth_off["config"] == {"graph_partition": False}
+    forward = next(g for g in off.cudagraphs.graphs if g.part == "forward")
+    assert forward.partitions == () and forward.status == "skipped" and forward.reason == "cpu device (device_put)"
+    assert off.cudagraphs.skips == truth_off["cudagraph_skips"] == 1 and off.cudagraphs.unlogged_skips == 0
+
+
+def test_a_new_size_records_the_same_partition_again_with_torchs_cause():
+    rep, _, _ = _report("dynamic_sizes")
+    forward = next(g for g in rep.cudagraphs.graphs if g.part == "forward")
+    (p,) = forward.partitions
+    assert [r.cause for r in p.recordings] == ["", "new symint key", "new symint key"]
+    assert [r.call for r in p.recordings] == [0, 1, 2] and forward.rerecordings == 2
+
+
+def test_cudagraph_coverage_budget_names_the_island():
+    rep, _, _ = _report("cpu_island")
+    line = f"cudagraph_cases.py:{_case_line('c = (h.cpu() * 2).cuda()')}"
+    assert _failed(rep, min_cudagraph_coverage=0.9) == [
+        f"CUDA-graph coverage 67% of kernels (2 of 3) < min 90%; costliest eager island 0/0 forward partition 1: "
+        f"cpu ops, DeviceCopy ops at {line}"]
+    assert _failed(rep, min_cudagraph_coverage=0.5) == []
+    assert checks.parse_limits({"min_cudagraph_coverage": 0.8}, "pyproject.toml").min_cudagraph_coverage == 0.8
+    with pytest.raises(Exception, match="min_cudagraph_coverage must be a share from 0 to 1"):
+        checks.parse_limits({"min_cudagraph_coverage": 2}, "pyproject.toml")
+    off, _, _ = _report("dynamic_sizes", device="cpu", mode="")
+    assert _failed(off.replace(cudagraphs=None), min_cudagraph_coverage=0.9) == []
+
+
+def test_findings_name_the_worst_island_and_the_page_shows_the_partitions():
+    from tcinspect.analysis.findings import findings
+    from tcinspect.render.html import render
+
+    rep, _, _ = _report("cpu_island")
+    (f,) = [f for f in findings(rep) if f.kind == "cudagraph_skip"]
+    assert f.what == "an eager island splits 0/0 forward: partition 1 runs outside CUDA graphs"
+    assert f.torch_says == "cpu ops, DeviceCopy ops" and f.where == f"cudagraph_cases.py:{_case_line('h.cpu() * 2')}"
+    page = render(rep)
+    assert "<h3>Graph partitions</h3>" in page and "eager island" in page and "3 partitions / 2 captured" in page
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_partitions_round_trip(fmt):
+    rep, _, _ = _report("train_island")
+    assert serialize.loads(serialize.dumps(rep, fmt)).cudagraphs == rep.cudagraphs
+
+
+def test_a_log_has_the_partitions_of_the_output_code_and_says_what_it_lacks():
+    rep, truth, events = _report("cpu_island")
+    # a TORCH_TRACE log: torch's records alone, none of tcinspect's
+    log = [e for e in events if e.name not in (cudagraphs.PARTITIONS_ARTIFACT, cudagraphs.RECORDING_ARTIFACT)]
+    from_log = report_from_events(log, target=Target(kind="torch_trace"), options=rep.options, device="cuda",
+                                  torch_version=truth["torch"])
+    (g,) = from_log.cudagraphs.graphs
+    assert g.partitions_from == "output code" and cudagraphs.OUTPUT_CODE_NOTE in from_log.cudagraphs.notes
+    assert [(p.cudagraphable, p.function, p.kernels) for p in g.partitions] == [
+        (True, "partition_0", 1), (False, "", 1), (True, "partition_1", 1)]
+    assert g.rerecordings == 0 and g.kernels_in_cudagraphs == 2  # two recordings spans, two cudagraphable partitions

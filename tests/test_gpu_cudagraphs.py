@@ -57,3 +57,42 @@ def test_gpt2_training_step():
     rep, truth = _case("gpt2_train")
     _check_against_torch(rep, truth)
     assert rep.cudagraphs.recordings >= 2
+
+
+def _check_partitions(rep, truth):
+    """tcinspect's partitions and their recordings equal torch's own cudagraphs debug log of the same run."""
+    from collections import Counter
+
+    graphs = [g for g in rep.cudagraphs.graphs if g.partitions]
+    created = Counter(f"Created {len(g.partitions)} graph partitions: {sum(p.cudagraphable for p in g.partitions)} "
+                      f"cudagraphable, {sum(not p.cudagraphable for p in g.partitions)} non-cudagraphable"
+                      for g in graphs)
+    assert created == Counter(truth["partitions_created"])
+    recorded = Counter(f"{g.compile_id} {p.function}" for g in graphs for p in g.partitions for _ in p.recordings)
+    assert recorded == Counter(truth["recorded_functions"])
+
+
+def test_cpu_island_three_partitions_two_captured():
+    rep, truth = _case("cpu_island")
+    _check_against_torch(rep, truth)
+    _check_partitions(rep, truth)
+    (g,) = rep.cudagraphs.graphs
+    assert [p.cudagraphable for p in g.partitions] == [True, False, True] and g.rerecordings == 0
+    assert "cpu ops" in g.partitions[1].reasons and g.kernels_in_cudagraphs < g.kernels
+
+
+def test_only_cpu_partition_is_a_skip_torch_never_logged():
+    rep, truth = _case("only_cpu_partition")
+    _check_against_torch(rep, truth)
+    _check_partitions(rep, truth)
+    (g,) = rep.cudagraphs.graphs
+    assert truth["cudagraph_skips"] == 0 and g.status == "skipped" and "no cudagraphable partition" in g.reason
+    assert rep.cudagraphs.unlogged_skips == 1
+
+
+def test_dynamic_skip_and_training_partitions_on_and_off():
+    for name in ("dynamic_skip", "train_island", "train_island_unpartitioned"):
+        rep, truth = _case(name)
+        _check_against_torch(rep, truth)
+        _check_partitions(rep, truth)
+    assert all(g.status == "skipped" for g in _case("dynamic_skip")[0].cudagraphs.graphs)

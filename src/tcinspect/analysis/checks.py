@@ -54,6 +54,8 @@ class Limits:
     fallbacks_to_eager: Optional[int] = None
     #: lowest share of the measured call's ATen ops that run compiled, 0-1 (``--min-coverage``)
     min_coverage: Optional[float] = None
+    #: lowest share of the compiled graphs' kernels that run inside CUDA graphs, 0-1 (``--min-cudagraph-coverage``)
+    min_cudagraph_coverage: Optional[float] = None
 
     def items(self) -> list[tuple[str, int]]:
         return [(m, getattr(self, m)) for m in METRICS if getattr(self, m) is not None]
@@ -61,7 +63,7 @@ class Limits:
     def any(self) -> bool:
         return bool(self.items()) or any(v is not None for v in (
             self.compile_time_s, self.guard_latency_us, self.min_region_reuse, self.saved_bytes, self.peak_ratio,
-            self.min_coverage)) \
+            self.min_coverage, self.min_cudagraph_coverage)) \
             or any(getattr(self, m) is not None for m in SECTION_METRICS)
 
 
@@ -69,7 +71,8 @@ def _cudagraphs(rep: Report, what: str) -> Optional[int]:
     cg = rep.cudagraphs
     if cg is None:
         return None
-    return cg.skips if what == "skips" else cg.recordings
+    # a graph nothing was captured for is a skip, also where torch logged none (no cudagraphable partition)
+    return cg.skips + cg.unlogged_skips if what == "skips" else cg.recordings
 
 
 #: Counts of an optional report section a budget or a baseline can limit: None when the run has no such
@@ -155,6 +158,8 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         out += region_findings(model, rep, limits.min_region_reuse)
     if limits.min_coverage is not None:
         out.append(coverage_finding(model, rep, limits.min_coverage))
+    if limits.min_cudagraph_coverage is not None:
+        out.append(cudagraph_coverage_finding(model, rep, limits.min_cudagraph_coverage))
     out += memory_limits(model, rep, limits)
     return out
 
@@ -176,6 +181,33 @@ def coverage_finding(model: str, rep: Report, minimum: float) -> Finding:
                        f"{_pct(minimum)} ({runtime.eager_ops} of {runtime.ops} ran eagerly{where})",
                        worst.file if worst else rep.target.path, worst.line if worst else 0)
     return Finding(model, "coverage", "ok", f"coverage {_pct(share)} of ATen ops ran compiled >= min {_pct(minimum)}")
+
+
+def cudagraph_coverage_finding(model: str, rep: Report, minimum: float) -> Finding:
+    """``--min-cudagraph-coverage``: the compiled graphs' kernels inside CUDA graphs; a run without CUDA graphs (or
+    without kernels) is said, not judged. A failure names the costliest eager island and its line."""
+    from tcinspect.analysis.cudagraphs import islands, kernel_share
+
+    share = kernel_share(rep.cudagraphs)
+    if share is None or rep.cudagraphs is None:
+        return Finding(model, "cudagraph_coverage", "ok", "CUDA-graph coverage: not in this run (CUDA graphs off, or "
+                       f"no kernels): min {_pct(minimum)} not judged")
+    cg = rep.cudagraphs
+    text = f"CUDA-graph coverage {_pct(share)} of kernels ({cg.kernels_in_cudagraphs} of {cg.kernels})"
+    if share >= minimum:
+        return Finding(model, "cudagraph_coverage", "ok", f"{text} >= min {_pct(minimum)}")
+    worst = next(iter(islands(rep)), None)
+    where = ""
+    file, line = rep.target.path, 0
+    if worst is not None:
+        p = worst.partition
+        where = f"; costliest eager island {worst.name}: {', '.join(p.reasons) or 'reason not logged'}"
+        if p.user_lines:
+            where += f" at {p.user_lines[0].rsplit('/', 1)[-1]}"
+            file, _, at = p.user_lines[0].rpartition(":")
+            line = int(at) if at.isdigit() else 0
+    skipped = _cudagraph_why(rep)
+    return Finding(model, "cudagraph_coverage", "fail", f"{text} < min {_pct(minimum)}{where}{skipped}", file, line)
 
 
 def _why(name: str, rep: Report) -> str:
@@ -559,6 +591,11 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
     if least is not None and (isinstance(least, bool) or not isinstance(least, (int, float)) or not 0 <= least <= 1):
         raise UsageError(f"{where}: min_coverage must be a share from 0 to 1, not {least!r}",
                          f"fix min_coverage in {where}")
+    graphed = values.get("min_cudagraph_coverage")
+    if graphed is not None and (isinstance(graphed, bool) or not isinstance(graphed, (int, float))
+                                or not 0 <= graphed <= 1):
+        raise UsageError(f"{where}: min_cudagraph_coverage must be a share from 0 to 1, not {graphed!r}",
+                         f"fix min_cudagraph_coverage in {where}")
     ratio = values.get("max_peak_ratio")
     if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0):
         raise UsageError(f"{where}: max_peak_ratio must be a number > 0, not {ratio!r}", f"fix max_peak_ratio in {where}")
@@ -566,7 +603,8 @@ def parse_limits(values: dict[str, Any], where: str) -> Limits:
                   guard_latency_us=float(latency) if latency is not None else None,
                   min_region_reuse=float(reuse) if reuse is not None else None, saved_bytes=saved,
                   peak_ratio=float(ratio) if ratio is not None else None,
-                  min_coverage=float(least) if least is not None else None)
+                  min_coverage=float(least) if least is not None else None,
+                  min_cudagraph_coverage=float(graphed) if graphed is not None else None)
 
 
 @dataclass(frozen=True)
@@ -626,7 +664,7 @@ def merged_limits(cli: Limits, config: Config, model_path: str) -> Limits:
     per = config.per_model.get(str(Path(model_path).resolve()), Limits())
     kwargs = {}
     for m in (*METRICS, "compile_time_s", "guard_latency_us", "min_region_reuse", "saved_bytes", "peak_ratio",
-              "min_coverage", *SECTION_METRICS):
+              "min_coverage", "min_cudagraph_coverage", *SECTION_METRICS):
         for source in (cli, per, config.limits):
             if getattr(source, m) is not None:
                 kwargs[m] = getattr(source, m)

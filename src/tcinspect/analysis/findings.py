@@ -244,6 +244,23 @@ def _cudagraph_skips(rep: Report) -> list[Finding]:
                            torch_says=reason, where=lines[0].rsplit("/", 1)[-1] if lines else "",
                            fix=_CUDAGRAPH_FIXES.get(next((k for k in _CUDAGRAPH_FIXES if reason.startswith(k)), ""), ""),
                            detail="tcinspect trace --stage cudagraphs"))
+    from tcinspect.analysis.cudagraphs import islands, kernel_share
+
+    found = [i for i in islands(rep) if any(p.cudagraphable for g in cg.graphs if (g.compile_id, g.part) ==
+                                            (i.compile_id, i.part) for p in g.partitions)]
+    if found:  # the worst eager island that splits a graph CUDA graphs capture the rest of
+        worst, share = found[0], kernel_share(cg)
+        p = worst.partition
+        out.append(Finding("cudagraph_skip", f"an eager island splits {worst.compile_id} {worst.part}: partition "
+                                             f"{p.index} runs outside CUDA graphs"
+                                             + (f" ({len(found)} islands in all)" if len(found) > 1 else ""),
+                           torch_says=", ".join(p.reasons),
+                           cost=f"{_plural(p.kernels, 'kernel')} outside CUDA graphs"
+                                + (f"; {100 * share:.0f}% of all kernels inside" if share is not None else ""),
+                           where=p.user_lines[0].rsplit("/", 1)[-1] if p.user_lines else "",
+                           fix=next((f for k, f in _ISLAND_FIXES.items() if any(r.startswith(k) for r in p.reasons)),
+                                    "move that work onto the GPU, or out of the compiled function"),
+                           detail="tcinspect trace --stage cudagraphs"))
     if cg.rerecordings:
         out.append(Finding("cudagraph_skip", f"CUDA graphs re-recorded {_times(cg.rerecordings)}",
                            cost=f"{_plural(cg.recordings, 'recording')} in all",
@@ -259,6 +276,17 @@ _CUDAGRAPH_FIXES = {
                       "mutation out of the compiled function",
     "cpu device": "a CPU tensor takes part in the graph: move it to the GPU, or let graph_partition split it out",
     "non gpu ops": "an op runs off the GPU: move its tensors to the GPU",
+}
+
+
+#: torch's partition reasons (Scheduler.should_partition, 2.11-2.15) and the remedy each names
+_ISLAND_FIXES = {
+    "cpu ops": "the island runs on the CPU (a .cpu(), a CPU tensor): keep that work on the GPU",
+    "DeviceCopy ops": "a copy between devices splits the CUDA graphs: keep the tensors on one device",
+    "dynamic shape ops": "cudagraph_skip_dynamic_graphs leaves dynamic-shape ops out: mark fewer sizes dynamic, "
+                         "or let CUDA graphs record one graph per size",
+    "CUDAGraph-unsafe custom ops": "a custom op tagged cudagraph_unsafe: make it capturable, or keep it outside",
+    "unbacked binding ops": "a data-dependent size (.item(), nonzero) is read on the host: avoid it in the step",
 }
 
 

@@ -1211,3 +1211,109 @@ def compiler_bisect(fn: Callable[[BisectRun], bool], keep_custom_backend: bool =
             change = f"{module}.{s.config_field}={s.config_value!r}"
     return Bisection(result.backend, result.subsystem or "", result.bisect_number,
                      str(result.debug_info or ""), change), printed.getvalue()
+
+
+#: The debug logs of CUDA graphs under graph partitioning (the ``cudagraphs`` artifact, 2.11-2.15): the scheduler
+#: logs each graph's partitions as it splits the graph (Scheduler._log_graph_partitions, DEBUG, GPU graphs only),
+#: CUDA graph trees each recording ("Recording function=partition_0, ...") and re-recording (with its reason).
+PARTITION_LOGGER = "torch._inductor.scheduler.__cudagraphs"
+TREES_LOGGER = "torch._inductor.cudagraph_trees.__cudagraphs"
+_OP_PARTS = re.compile(r"^reason=(?P<reason>.*?), ir=(?P<ir>[^,]*)(?:, fx=(?P<fx>.*))?$", re.S)
+_RECORDING = re.compile(r"Recording function=(?P<fn>[^,\s]+).*?cuda_graph_id=(?P<id>\d+)")
+_RE_RECORDING = re.compile(r"Re-recording function=(?P<fn>[^,\s]+),(?: mode=[^,]*,)? reason=(?P<reason>.*)", re.S)
+
+
+class PartitionLog(logging.Filter):
+    """What torch's ``cudagraphs`` debug logs say while a capture runs under a CUDA-graph mode: each graph's
+    partitions (taken by the capture with ``take`` when that graph's output code is logged) and each recording
+    (``on_recording(record)``). As a filter on those loggers, at DEBUG for the duration: it passes on only the
+    records the logger's own level would have, so the user's log output is what it was."""
+
+    def __init__(self, on_recording: Callable[[dict[str, Any]], None], keep: dict[str, int]) -> None:
+        super().__init__()
+        self.on_recording = on_recording
+        self.keep = keep  # logger name -> the level it had: records below it are tcinspect's alone
+        self.pending: Optional[dict[str, Any]] = None
+        self.rerecording: dict[str, str] = {}  # function -> torch's reason, until its recording
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            if record.name == PARTITION_LOGGER:
+                self._partitions(record)
+            elif record.name == TREES_LOGGER:
+                self._recording(record)
+        except Exception:  # noqa: BLE001 - a record torch words differently is not tcinspect's to raise
+            pass
+        return record.levelno >= self.keep.get(record.name, logging.WARNING)
+
+    def take(self) -> Optional[dict[str, Any]]:
+        """The partitions the scheduler logged for the graph being compiled (None: it logged none)."""
+        got, self.pending = self.pending, None
+        return got
+
+    def _partitions(self, record: logging.LogRecord) -> None:
+        msg = str(record.msg)
+        args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
+        if msg.startswith("Created %d graph partitions"):
+            self.pending = {"created": record.getMessage(), "partitions": []}
+        elif self.pending is None:
+            return
+        elif msg.startswith("  Partition %d: %d nodes") and len(args) >= 5:
+            index, nodes, kind, inputs, outputs = args[:5]
+            self.pending["partitions"].append({"index": int(index), "nodes": int(nodes),
+                                               "cudagraphable": kind == "cudagraphable", "inputs": int(inputs),
+                                               "outputs": int(outputs), "ops": []})
+        elif msg == "    %s: %s" and len(args) == 2 and self.pending["partitions"]:
+            m = _OP_PARTS.match(str(args[1]))
+            if m:
+                self.pending["partitions"][-1]["ops"].append(
+                    {"node": str(args[0]), "reason": m["reason"], "ir": m["ir"], "fx": m["fx"] or "", "stack": []})
+        elif msg == "         %s" and len(args) == 1 and self.pending["partitions"]:
+            ops = self.pending["partitions"][-1]["ops"]
+            if ops:
+                ops[-1]["stack"].append(str(args[0]))
+
+    def _recording(self, record: logging.LogRecord) -> None:
+        msg = str(record.msg)
+        if "Re-recording function=" in msg:
+            m = _RE_RECORDING.search(record.getMessage())
+            if m:
+                self.rerecording[m["fn"]] = m["reason"].strip()
+        elif "Recording function=" in msg:
+            m = _RECORDING.search(record.getMessage())
+            if not m:
+                return
+            compile_id, part, function_id = _recording_owner(sys._getframe(1))
+            self.on_recording({"compile_id": compile_id, "part": part, "function": m["fn"],
+                               "function_id": function_id, "cuda_graph_id": int(m["id"]),
+                               "rerecord_reason": self.rerecording.pop(m["fn"], "")})
+
+
+def _recording_owner(frame: Optional[FrameType]) -> tuple[str, str, int]:
+    """The compile id, graph (forward/backward/inference) and FunctionID of a recording being logged: the caller is
+    CUDAGraphTreeManager.record_function(new_inputs, function_id), whose ``compile_id`` and ``id_to_mode`` say
+    (2.11-2.15); a FunctionID is one function at one key of its int inputs."""
+    compile_id, part = _cudagraph_owner(frame)
+    while frame is not None:
+        fid = frame.f_locals.get("function_id")
+        if fid is not None and hasattr(fid, "id"):
+            return compile_id, part, int(fid.id)
+        frame = frame.f_back
+    return compile_id, part, -1
+
+
+@contextlib.contextmanager
+def cudagraph_partition_log(on_recording: Callable[[dict[str, Any]], None]) -> Iterator[PartitionLog]:
+    """torch's partition and recording debug logs for the duration (``PartitionLog``), the loggers' levels restored."""
+    loggers = [logging.getLogger(name) for name in (PARTITION_LOGGER, TREES_LOGGER)]
+    saved = [lg.level for lg in loggers]
+    log = PartitionLog(on_recording, {lg.name: lg.getEffectiveLevel() for lg in loggers})
+    for lg in loggers:
+        lg.addFilter(log)
+        lg.setLevel(logging.DEBUG)
+    try:
+        yield log
+    finally:
+        for lg, level in zip(loggers, saved):
+            lg.removeFilter(log)
+            lg.setLevel(level)

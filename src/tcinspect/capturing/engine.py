@@ -63,7 +63,9 @@ class Recorder(logging.Handler):
         #: tcinspect's records of what it saw compiled, in its own cache directory (never Inductor's)
         self._stores: dict[str, records.Store] = {}
         # resolved now: the model file may change the working directory, and the default is relative to it
-        self._store_dirs = {kind: records.store_dir(kind) for kind in ("provenance", "memory")}
+        self._store_dirs = {kind: records.store_dir(kind) for kind in ("provenance", "memory", "partitions")}
+        #: under a CUDA-graph mode on a GPU: torch's partition and recording debug logs (_compat.PartitionLog)
+        self.partition_log: Optional[_compat.PartitionLog] = None
 
     def store(self, kind: records.Kind) -> records.Store:
         if kind not in self._stores:
@@ -90,6 +92,7 @@ class Recorder(logging.Handler):
             self._estimates(event)
         self._add(event)
         if event.name == "inductor_output_code":
+            self._partitions(event)
             self._wrapper = event.payload
             path = event.meta.get("file_path") if isinstance(event.meta, dict) else None
             if isinstance(path, str) and path:
@@ -143,6 +146,31 @@ class Recorder(logging.Handler):
         if record:
             self._add(replace(after, name=provenance.OWN, meta={"name": provenance.OWN, "encoding": "json"},
                               payload=json.dumps(record)))
+
+    def _partitions(self, output: ev_mod.Event) -> None:
+        """Log the partitions torch's scheduler logged for the graph whose output code was just logged (under a
+        CUDA-graph mode), kept by that code: an FX graph cache hit, which schedules nothing, finds them there."""
+        if self.partition_log is None:
+            return
+        record = self.partition_log.take()
+        store = self.store("partitions")
+        if record is not None:
+            store.remember(output.payload, record)
+        elif cudagraphs.PARTITIONED in output.payload:
+            record = store.recall(output.payload)
+        if record:
+            record = {**record, "compile_id": output.compile_id, "aot_id": inductor.aot_id_of(output.payload)}
+            self._add(replace(output, name=cudagraphs.PARTITIONS_ARTIFACT, payload=json.dumps(record),
+                              meta={"name": cudagraphs.PARTITIONS_ARTIFACT, "encoding": "json"}))
+
+    def cudagraph_recording(self, record: dict[str, Any]) -> None:
+        """Log on the trace one CUDA graph recording torch logged on its cudagraphs debug log (parse/cudagraphs.py)."""
+        frame, _, attempt = str(record.get("compile_id") or "").partition("/")
+        self._add(ev_mod.Event(
+            name=cudagraphs.RECORDING_ARTIFACT, frame_id=int(frame) if frame.isdigit() else None,
+            frame_compile_id=int(attempt) if attempt.isdigit() else None,
+            meta={"name": cudagraphs.RECORDING_ARTIFACT, "encoding": "json"}, payload=json.dumps(record),
+            call=self.call))
 
     def cudagraph_skip(self, message: str, compile_id: str, part: str) -> None:
         """Log on the trace a CUDA graph skip torch logged only on its cudagraphs log (parse/cudagraphs.py)."""
@@ -309,6 +337,9 @@ class _Run:
             stack.enter_context(_compat.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
             stack.enter_context(_compat.trace_handler(self.recorder))
             stack.enter_context(_compat.cudagraph_skip_log(self.recorder.cudagraph_skip))
+            if self.cudagraph_steps:
+                self.recorder.partition_log = stack.enter_context(
+                    _compat.cudagraph_partition_log(self.recorder.cudagraph_recording))
             try:
                 yield
             finally:
@@ -617,8 +648,9 @@ def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, op
             rep = _capture_loaded(loaded, target, opts, fresh, src.path, quiet, src)
         finally:
             modelfile.unload(src)
-        v = rep.verification
-        if opts.locate_budget is not None and v is not None and not v.ok:
+        budget = opts.locate_budget
+        v = rep.verification if budget is not None else None
+        if budget is not None and v is not None and not v.ok:
             # after the record, in this process (an isolated child: --timeout bounds it): where results first depart
             from tcinspect.capturing import locate
 
@@ -626,7 +658,7 @@ def _capture_file(path: str | os.PathLike, model_name: str, inputs_name: str, op
                 recorded(rep)
             print("tcinspect: verify: locating where compiled results first depart (--no-locate skips this)",
                   file=sys.stderr, flush=True)
-            rep = locate.attach_file(rep, os.fspath(path), model_name, inputs_name, opts, opts.locate_budget, src)
+            rep = locate.attach_file(rep, os.fspath(path), model_name, inputs_name, opts, budget, src)
         return rep
 
 

@@ -26,7 +26,7 @@ from tcinspect.errors import TcinspectError
 from tcinspect.parse import memory as memory_mod
 from tcinspect.parse import provenance
 
-Kind = Literal["provenance", "memory"]
+Kind = Literal["provenance", "memory", "partitions"]
 
 #: below tcinspect's cache directory
 FOLDER = "inductor-records"
@@ -62,7 +62,7 @@ class Store:
         self.kind = kind
         self.dir = directory
         #: Inductor's cache directory, where an earlier version may have left records (read only)
-        self.legacy = Path(legacy_root) / LEGACY[kind] if legacy_root else None
+        self.legacy = Path(legacy_root) / LEGACY[kind] if legacy_root and kind in LEGACY else None
         self.written = 0
 
     def remember(self, text: str, record: dict[str, Any]) -> None:

@@ -25,7 +25,13 @@ MaxKernels = Annotated[Optional[int], _max("--max-kernels", "kernels")]
 MaxCompileTime = Annotated[Optional[float], typer.Option(
     "--max-compile-time", help="Fail when compile time (forward and backward, seconds) exceeds this.",
     show_default=False, min=0, metavar="S")]
-MaxCudagraphSkips = Annotated[Optional[int], _max("--max-cudagraph-skips", "CUDA graph skips torch logged (--mode reduce-overhead)")]
+MaxCudagraphSkips = Annotated[Optional[int], _max(
+    "--max-cudagraph-skips", "CUDA graph skips: those torch logged, and graphs nothing was captured for "
+    "(--mode reduce-overhead)")]
+MinCudagraphCoverage = Annotated[Optional[float], typer.Option(
+    "--min-cudagraph-coverage", help="Fail when less than this share (0-1) of the compiled graphs' kernels run "
+                                     "inside CUDA graphs (--mode reduce-overhead on a GPU; elsewhere said, not "
+                                     "checked).", show_default=False, min=0, max=1, metavar="SHARE")]
 MaxCudagraphRecordings = Annotated[Optional[int], _max(
     "--max-cudagraph-recordings", "CUDA graph recordings, re-recordings included (--mode reduce-overhead)")]
 MinRegionReuse = Annotated[Optional[float], typer.Option(
@@ -106,6 +112,7 @@ def check(
     max_peak_ratio: MaxPeakRatio = None,
     max_fallbacks_to_eager: MaxFallbacks = None,
     min_coverage: MinCoverage = None,
+    min_cudagraph_coverage: MinCudagraphCoverage = None,
     calls_captured_tolerance: CallsCapturedTolerance = 5.0,
     expect_warm: Annotated[bool, typer.Option(
         "--expect-warm", help="With --baseline: fail when a compile cache look-up that hit in the baseline misses "
@@ -130,7 +137,8 @@ def check(
                                cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
                                guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse,
                                saved_bytes=max_saved_bytes, peak_ratio=max_peak_ratio,
-                               fallbacks_to_eager=max_fallbacks_to_eager, min_coverage=min_coverage)
+                               fallbacks_to_eager=max_fallbacks_to_eager, min_coverage=min_coverage,
+                               min_cudagraph_coverage=min_cudagraph_coverage)
     if compile_time_tolerance is not None and baseline_path is None:
         raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
     if guard_latency_tolerance is not None and baseline_path is None:

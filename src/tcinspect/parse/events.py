@@ -41,6 +41,10 @@ PASS_ARTIFACT = "tcinspect_pass"
 PROVENANCE_ARTIFACT = "tcinspect_provenance"
 #: tcinspect's record of a CUDA graph skip torch logged (parse/cudagraphs.py: SKIP_ARTIFACT)
 CUDAGRAPH_SKIP_ARTIFACT = "tcinspect_cudagraph_skip"
+#: tcinspect's record of a graph's partitions and of each CUDA graph recording, from torch's ``cudagraphs`` debug
+#: logs (parse/cudagraphs.py: PARTITIONS_ARTIFACT, RECORDING_ARTIFACT)
+CUDAGRAPH_PARTITIONS_ARTIFACT = "tcinspect_cudagraph_partitions"
+CUDAGRAPH_RECORDING_ARTIFACT = "tcinspect_cudagraph_recording"
 #: tcinspect's record of each model call's tensor input shapes (parse/shapes.py)
 CALL_SHAPES_ARTIFACT = "tcinspect_call_shapes"
 #: tcinspect's per-call profile of the compiled model (capturing/percall.py, ``guards --per-call``)
@@ -260,7 +264,8 @@ def is_known(name: str) -> bool:
     """Whether tcinspect knows the event: reads it, or knows that it has no use for it."""
     return (name in PARSED or name in KNOWN_UNREAD or name in IGNORED
             or name in (BACKEND_INPUTS_ARTIFACT, PASS_ARTIFACT, PROVENANCE_ARTIFACT, CHROMIUM_EVENT,
-                         CUDAGRAPH_SKIP_ARTIFACT, CALL_SHAPES_ARTIFACT, PER_CALL_ARTIFACT,
+                         CUDAGRAPH_SKIP_ARTIFACT, CUDAGRAPH_PARTITIONS_ARTIFACT, CUDAGRAPH_RECORDING_ARTIFACT,
+                         CALL_SHAPES_ARTIFACT, PER_CALL_ARTIFACT,
                          SAVED_MODULES_ARTIFACT, INDUCTOR_MEMORY_ARTIFACT, COUNTERS_ARTIFACT,
                          RUNTIME_COVERAGE_ARTIFACT)
             or _KNOWN_PATTERN.fullmatch(name) is not None)

@@ -6,17 +6,41 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.analysis import cudagraphs as analysis
 from tcinspect.report import CudaGraphs, Report
 
 _STATUS_STYLE = {"recorded": "green", "skipped": "bold red", "not recorded": "yellow"}
 
 
 def summary_line(cg: CudaGraphs) -> str:
-    """One line: graphs recorded, skipped, never recorded; recordings and re-recordings."""
+    """One line: graphs recorded, skipped, never recorded; partitions; recordings and re-recordings; the kernels
+    inside CUDA graphs."""
     counts = {s: sum(1 for g in cg.graphs if g.status == s) for s in ("recorded", "skipped", "not recorded")}
-    return (f"{counts['recorded']} recorded / {counts['skipped']} skipped / {counts['not recorded']} not recorded; "
-            f"{cg.recordings} recording{'' if cg.recordings == 1 else 's'}, {cg.rerecordings} re-recording"
-            f"{'' if cg.rerecordings == 1 else 's'}")
+    line = f"{counts['recorded']} recorded / {counts['skipped']} skipped / {counts['not recorded']} not recorded"
+    if cg.partitions:
+        captured = sum(1 for g in cg.graphs for p in g.partitions if p.cudagraphable and p.recordings)
+        line += f"; {cg.partitions} partition{'' if cg.partitions == 1 else 's'} / {captured} captured"
+    line += (f"; {cg.recordings} recording{'' if cg.recordings == 1 else 's'}, {cg.rerecordings} re-recording"
+             f"{'' if cg.rerecordings == 1 else 's'}")
+    share = analysis.kernel_share(cg)
+    if share is not None:
+        line += f"; {cg.kernels_in_cudagraphs} of {cg.kernels} kernels in CUDA graphs ({100 * share:.0f}%)"
+    return line
+
+
+def short(line: str) -> str:
+    """"file.py:12" of a "/path/to/file.py:12"."""
+    return line.rsplit("/", 1)[-1]
+
+
+def island_line(i: analysis.Island) -> str:
+    """One eager island in words: where, why (torch's reasons), at which user lines, what it runs."""
+    p = i.partition
+    why = ", ".join(p.reasons) or "reason not logged"
+    at = f" at {', '.join(short(x) for x in p.user_lines)}" if p.user_lines else ""
+    cost = f"{p.kernels} kernel{'' if p.kernels == 1 else 's'}" + (f", {i.time_us:,.1f} us" if i.time_us is not None
+                                                                    else "")
+    return f"{i.name}: {why}{at} ({cost} outside CUDA graphs)"
 
 
 def cudagraphs(rep: Report) -> RenderableType:
@@ -41,12 +65,13 @@ def cudagraphs(rep: Report) -> RenderableType:
             row: list[str | Text] = [g.compile_id or "?", g.part or "?", Text(g.status, style=_STATUS_STYLE.get(g.status, "")),
                    str(len(g.recordings)), f"{1000 * sum(r.record_time_s for r in g.recordings):.1f}" if g.recordings
                    else "", calls, g.reason]
-            table.add_row(*row, *([", ".join(g.user_lines)] if lines else []))
+            table.add_row(*row, *([", ".join(short(x) for x in g.user_lines)] if lines else []))
         parts.append(table)
-        if any(g.rerecordings for g in cg.graphs):
+        if any(g.rerecordings for g in cg.graphs if not g.partitions):
             parts.append(Text("A graph recorded more than once was re-recorded: a new size of a dynamic shape, or an "
                               "input whose address changed (torch records one CUDA graph per such case).",
                               style="dim"))
+        parts.extend(_partitions(rep))
         if any(g.status == "not recorded" for g in cg.graphs):
             parts.append(Text("not recorded: torch logged neither a recording nor a skip for it (a graph is "
                               "recorded on its second call; the first is a warm-up).", style="dim"))
@@ -55,3 +80,44 @@ def cudagraphs(rep: Report) -> RenderableType:
     for note in cg.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     return Group(*parts)
+
+
+def _partitions(rep: Report) -> list[RenderableType]:
+    """Each partitioned graph's partitions (captured or not, torch's reason, the user line, kernels, recordings),
+    then the eager islands costliest first and the share of the kernels (and of --bench's GPU time) inside."""
+    cg = rep.cudagraphs
+    if cg is None or not cg.partitions:
+        return []
+    table = Table(title="Graph partitions (Inductor's graph_partition: each cudagraphable one is its own CUDA graph)",
+                  title_justify="left")
+    for col, justify in (("compile", "left"), ("graph", "left"), ("#", "right"), ("partition", "left"),
+                         ("kernels", "right"), ("recordings", "right"), ("why (torch's words)", "left"),
+                         ("where", "left")):
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for g in cg.graphs:
+        for p in g.partitions:
+            if p.cudagraphable:
+                kind = Text(f"{p.function} captured" if p.recordings else f"{p.function} not recorded",
+                            style="green" if p.recordings else "yellow")
+                causes = [f"re-recorded: {r.cause}" for r in p.recordings if r.cause]
+                why = "; ".join(dict.fromkeys(causes))
+            else:
+                kind = Text("eager island", style="bold red")
+                why = ", ".join(p.reasons) or ("not logged (read from the output code)" if g.partitions_from ==
+                                               "output code" else "")
+            table.add_row(g.compile_id, g.part, str(p.index), kind, str(p.kernels),
+                          str(len(p.recordings)) if p.cudagraphable else "", why,
+                          ", ".join(short(x) for x in p.user_lines))
+    out: list[RenderableType] = [table]
+    found = analysis.islands(rep)
+    if found:
+        out.append(Text("eager islands, costliest first:", style="bold"))
+        out.extend(Text(f"  {island_line(i)}") for i in found)
+    share = analysis.kernel_share(cg)
+    if share is not None:
+        line = f"inside CUDA graphs: {cg.kernels_in_cudagraphs} of {cg.kernels} kernels ({100 * share:.0f}%)"
+        timed = analysis.time_share(rep)
+        if timed is not None:
+            line += f", {timed[0]:,.1f} of {timed[1]:,.1f} us of measured GPU time ({100 * timed[0] / timed[1]:.0f}%)"
+        out.append(Text(line, style="bold"))
+    return out

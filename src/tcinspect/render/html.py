@@ -617,7 +617,34 @@ def _cudagraphs(rep: Report) -> str:
              f"<th>reason (torch's words)</th><th>where</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in cg.notes)
     return (f'<section id="cudagraphs"><h2>CUDA graphs</h2><p class="meta">{_e(summary_line(cg))}</p>'
-            f"{table}{notes}</section>")
+            f"{table}{_partitions(rep)}{notes}</section>")
+
+
+def _partitions(rep: Report) -> str:
+    """Each partition of the partitioned graphs, captured or an eager island (torch's reason, the user line), then
+    the islands costliest first."""
+    from tcinspect.analysis.cudagraphs import islands
+    from tcinspect.render.cudagraphs import island_line, short
+
+    cg = rep.cudagraphs
+    if cg is None or not cg.partitions:
+        return ""
+    rows = []
+    for g in cg.graphs:
+        for p in g.partitions:
+            kind = (f"{p.function} captured" if p.recordings else f"{p.function} not recorded") if p.cudagraphable \
+                else "eager island"
+            why = "; ".join(dict.fromkeys(f"re-recorded: {r.cause}" for r in p.recordings if r.cause)) \
+                if p.cudagraphable else ", ".join(p.reasons)
+            rows.append(f"<tr><td>{_e(g.compile_id)}</td><td>{_e(g.part)}</td><td class=num>{p.index}</td>"
+                        f"<td>{_e(kind)}</td><td class=num>{p.kernels}</td><td class=num>"
+                        f"{len(p.recordings) if p.cudagraphable else ''}</td><td>{_e(why)}</td>"
+                        f"<td>{_e(', '.join(short(x) for x in p.user_lines))}</td></tr>")
+    found = "".join(f"<li>{_e(island_line(i))}</li>" for i in islands(rep))
+    return ("<h3>Graph partitions</h3><table><thead><tr><th>compile</th><th>graph</th><th>#</th><th>partition</th>"
+            "<th>kernels</th><th>recordings</th><th>why (torch's words)</th><th>where</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>" + (f"<p>eager islands, costliest first:</p><ul>{found}</ul>"
+                                                          if found else ""))
 
 
 def _collectives(rep: Report) -> str:

@@ -35,6 +35,9 @@ ADDED_TO_SCHEMA_1 = frozenset({
     "Summary.calls_captured", "Summary.unique_graphs", "Summary.fallbacks_to_eager",
     "RuntimeCoverage.compiled_time_us", "RuntimeCoverage.eager_time_us", "EagerIsland.time_us",
     "EagerIsland.module",  # read since runtime coverage names the module of each island
+    # graph partitions under CUDA graphs
+    "CudaGraphUse.partitions", "CudaGraphUse.partitions_from", "CudaGraphUse.kernels",
+    "CudaGraphUse.kernels_in_cudagraphs", "CudaGraphs.unlogged_skips",
 })
 #: The options every report of schema 1 records. An option added since may be absent from a saved report:
 #: the report was captured before the option existed, so it was not asked for (its default is what ran).
