@@ -331,3 +331,80 @@ def test_a_log_has_the_partitions_of_the_output_code_and_says_what_it_lacks():
     assert [(p.cudagraphable, p.function, p.kernels) for p in g.partitions] == [
         (True, "partition_0", 1), (False, "", 1), (True, "partition_1", 1)]
     assert g.rerecordings == 0 and g.kernels_in_cudagraphs == 2  # two recordings spans, two cudagraphable partitions
+
+
+def test_measured_gpu_time_splits_by_partition():
+    """With codegen --bench, the share of GPU time inside CUDA graphs adds the kernels' times by the partition each
+    kernel is in (KernelTiming.index is its place in the output code, CudaGraphPartition.kernel_indices too)."""
+    from tcinspect.analysis.cudagraphs import islands, time_share
+    from tcinspect.report import KernelBench, KernelTiming
+
+    rep, _, _ = _report("cpu_island")
+    (g,) = rep.cudagraphs.graphs
+    times = {i: 10.0 * (i + 1) for i in range(g.kernels)}  # 10, 20, 30 us
+    bench = KernelBench(device_name="H200", runs=5, method="events", kernels=tuple(
+        KernelTiming(compile_id=g.compile_id, part=g.part, index=i, name=f"k{i}", kind="triton", median_us=t, runs=5)
+        for i, t in times.items()))
+    timed = rep.replace(bench=bench)
+    inside = sum(times[i] for p in g.partitions if p.cudagraphable for i in p.kernel_indices)
+    assert time_share(timed) == (inside, sum(times.values()))
+    (island,) = islands(timed)
+    assert island.time_us == sum(times[i] for i in g.partitions[1].kernel_indices)
+    assert "us of measured GPU time" in _text(timed)
+
+
+@pytest.mark.torch
+def test_the_capture_keeps_torchs_partition_log_beside_the_output_code_and_finds_it_on_a_cache_hit(tmp_path,
+                                                                                                    monkeypatch):
+    """The scheduler's debug records, as torch logs them (its format strings and arguments), become the record of the
+    output code logged next; a second run whose cache hit schedules nothing finds that record by the same code."""
+    import logging
+
+    from tcinspect.capturing import _compat, records
+    from tcinspect.capturing.engine import Recorder
+    from tcinspect.parse import events as ev_mod
+
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path))
+    records.forget_in_process()
+    _, _, events = _report("cpu_island")
+    output = next(e for e in events if e.name == "inductor_output_code")
+
+    def logged(name: str, level: int, msg: str, *args: object) -> logging.LogRecord:
+        return logging.LogRecord(name, level, "scheduler.py", 1, msg, args, None)
+
+    first = Recorder()
+    seen: list[dict] = []
+    with _compat.cudagraph_partition_log(seen.append) as log:
+        first.partition_log = log
+        sched = logging.getLogger(_compat.PARTITION_LOGGER)
+        for rec in (logged(sched.name, logging.DEBUG, "Created %d graph partitions: %d cudagraphable, %d non-cudagraphable",
+                           3, 2, 1),
+                    logged(sched.name, logging.DEBUG, "  Partition %d: %d nodes, %s, inputs=%d, outputs=%d",
+                           0, 1, "cudagraphable", 3, 2),
+                    logged(sched.name, logging.DEBUG, "  Partition %d: %d nodes, %s, inputs=%d, outputs=%d",
+                           1, 3, "non-cudagraphable", 1, 1),
+                    logged(sched.name, logging.DEBUG, "    %s: %s", "op1",
+                           "reason=cpu ops, ir=DeviceCopy, fx=prims.device_put.default(addmm, cpu)"),
+                    logged(sched.name, logging.DEBUG, "         %s", 'File "/m.py", line 7, in forward'),
+                    logged(sched.name, logging.DEBUG, "  Partition %d: %d nodes, %s, inputs=%d, outputs=%d",
+                           2, 1, "cudagraphable", 3, 3)):
+            sched.handle(rec)
+        first._partitions(output)
+    kept = [e for e in first.events if e.name == ev_mod.CUDAGRAPH_PARTITIONS_ARTIFACT]
+    assert len(kept) == 1
+    import json
+
+    record = json.loads(kept[0].payload)
+    assert [p["cudagraphable"] for p in record["partitions"]] == [True, False, True]
+    assert record["partitions"][1]["ops"] == [{"node": "op1", "reason": "cpu ops", "ir": "DeviceCopy",
+                                               "fx": "prims.device_put.default(addmm, cpu)",
+                                               "stack": ['File "/m.py", line 7, in forward']}]
+    # the loggers' levels are restored, and the debug records reached no handler of the user's
+    assert logging.getLogger(_compat.PARTITION_LOGGER).level == logging.NOTSET
+    records.forget_in_process()  # a new process: only the disk record remains
+    second = Recorder()
+    with _compat.cudagraph_partition_log(seen.append) as log:
+        second.partition_log = log
+        second._partitions(output)  # nothing scheduled: an FX graph cache hit
+    again = [e for e in second.events if e.name == ev_mod.CUDAGRAPH_PARTITIONS_ARTIFACT]
+    assert len(again) == 1 and json.loads(again[0].payload)["partitions"] == record["partitions"]
