@@ -48,7 +48,7 @@ print("one field")
 def test_a_new_compile_option_is_one_field_in_compile_fields(tmp_path):
     pkg = tmp_path / "tcinspect"
     shutil.copytree(_SRC, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    model = pkg / "report.py"
+    model = pkg / "report" / "options.py"
     text = model.read_text()
     last = "    passes: tuple[str, ...] = ()\n"
     assert text.count(last) == 1  # the last field of CompileFields

@@ -22,7 +22,7 @@ from tcinspect.analysis.divergence import (
     first_compile,
 )
 from tcinspect.errors import ReportFormatError, UsageError
-from tcinspect.report import OK, GraphBreak, Report
+from tcinspect.report import OK, GraphBreak, Report, sections
 
 BASELINE_SCHEMA = 1
 #: The counts a threshold or a baseline can limit, as named in the report's summary.
@@ -67,21 +67,10 @@ class Limits:
             or any(getattr(self, m) is not None for m in SECTION_METRICS)
 
 
-def _cudagraphs(rep: Report, what: str) -> Optional[int]:
-    cg = rep.cudagraphs
-    if cg is None:
-        return None
-    # a graph nothing was captured for is a skip, also where torch logged none (no cudagraphable partition)
-    return cg.skips + cg.unlogged_skips if what == "skips" else cg.recordings
-
-
-#: Counts of an optional report section a budget or a baseline can limit: None when the run has no such
-#: section (e.g. CUDA graphs were off), which no budget judges.
-SECTION_METRICS: dict[str, Any] = {
-    "cudagraph_skips": lambda rep: _cudagraphs(rep, "skips"),
-    "cudagraph_recordings": lambda rep: _cudagraphs(rep, "recordings"),
-    "fallbacks_to_eager": lambda rep: rep.coverage.fallbacks_to_eager if rep.coverage is not None else None,
-}
+#: Counts of an optional report section a budget or a baseline can limit, as each section registers them
+#: (report/sections.py): None when the run has no such section (e.g. CUDA graphs were off), which no budget judges.
+SECTION_METRICS: dict[str, Callable[[Report], Optional[int]]] = {
+    name: sections.implementation(path) for s in sections.SECTIONS for name, path in s.metrics.items()}
 #: PyTorch CI's tolerance for a drop in calls_captured (benchmarks/dynamo/check_graph_breaks.py): 5 percent
 CALLS_CAPTURED_TOLERANCE_PCT = 5.0
 
@@ -144,14 +133,14 @@ def check_limits(model: str, rep: Report, limits: Limits) -> list[Finding]:
         limit = getattr(limits, name)
         if limit is None:
             continue
-        value = read(rep)
-        if value is None:
+        count = read(rep)
+        if count is None:
             out.append(Finding(model, name, "ok", f"{name}: not in this run (CUDA graphs off), max {limit}"))
-        elif value > limit:
-            out.append(Finding(model, name, "fail", f"{name} {value} > max {limit}{_why(name, rep)}",
+        elif count > limit:
+            out.append(Finding(model, name, "fail", f"{name} {count} > max {limit}{_why(name, rep)}",
                                rep.target.path))
         else:
-            out.append(Finding(model, name, "ok", f"{name} {value} <= max {limit}"))
+            out.append(Finding(model, name, "ok", f"{name} {count} <= max {limit}"))
     if limits.guard_latency_us is not None:
         out.append(_guard_latency_finding(model, rep, limits.guard_latency_us))
     if limits.min_region_reuse is not None:

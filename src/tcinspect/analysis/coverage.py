@@ -50,3 +50,8 @@ def headline(cov: Coverage) -> str:
     if share is not None and cov.runtime is not None:
         parts.append(f"{cov.runtime.compiled_ops} of {cov.runtime.ops} ATen ops ran compiled ({share:.0%})")
     return " · ".join(parts)
+
+
+def fallbacks_to_eager(rep: Report) -> Optional[int]:
+    """``check --max-fallbacks-to-eager``: PyTorch CI's count of frames run eagerly; None for a report without coverage."""
+    return rep.coverage.fallbacks_to_eager if rep.coverage is not None else None

@@ -85,3 +85,15 @@ def partition_counts(g: CudaGraphUse) -> str:
         return ""
     n = sum(1 for p in g.partitions if p.cudagraphable)
     return f"{len(g.partitions)} partition{'' if len(g.partitions) == 1 else 's'}, {n} cudagraphable"
+
+
+def skips(rep: Report) -> Optional[int]:
+    """``check --max-cudagraph-skips``: the skips torch logged, and the graphs nothing was captured for that it logged
+    none for (no cudagraphable partition); None with CUDA graphs off."""
+    cg = rep.cudagraphs
+    return cg.skips + cg.unlogged_skips if cg is not None else None
+
+
+def recordings(rep: Report) -> Optional[int]:
+    """``check --max-cudagraph-recordings``: every CUDA graph recorded, re-recordings included; None with them off."""
+    return rep.cudagraphs.recordings if rep.cudagraphs is not None else None

@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse import provenance
@@ -39,6 +39,9 @@ from tcinspect.report import (
     Stages,
     UserKernel,
 )
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 #: Stages each kind of backend runs; anything else is assumed to run them all.
 BACKEND_STAGES = {
@@ -523,3 +526,8 @@ def failure_from_metrics(metrics: Iterable[CompileMetrics], stages: Stages) -> O
         stage = "inductor" if has_aot else ("aot_autograd" if "Backend" in m.fail_type else "dynamo")
         return Failure(stage, f"{m.fail_type}: {m.fail_reason.strip().splitlines()[0] if m.fail_reason else ''}".strip())
     return None
+
+
+def passes_section(run: RunEvents) -> tuple[PassRun, ...]:
+    """The report's section of the user's FX passes, as each logged what it changed, from a run (report/sections.py registers it)."""
+    return build_passes(run.events)

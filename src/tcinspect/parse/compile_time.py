@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect.parse import jsonfast
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
@@ -27,6 +27,9 @@ from tcinspect.report import (
     Recompile,
 )
 from tcinspect.vocabulary import BACKWARD_ROOT, FORWARD_ROOT, breakdown
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 #: chromium_event_timed("dynamo") wraps entire_frame_compile and adds only bookkeeping: left out, so
 #: that the forward root is the span torch's own total measures.
@@ -480,3 +483,8 @@ def _bypass_fix(c: CacheLookup) -> str:
         return "a custom pass or op without a cache key makes the graph uncacheable: give it a uuid() " \
                "(CustomGraphPass) or leave it out"
     return "this graph is compiled afresh every run; remove what torch names as uncacheable, if you can"
+
+
+def section(run: RunEvents) -> Optional[CompileTime]:
+    """The report's section of where compile time went, from a run (report/sections.py registers it)."""
+    return build(run.events, run.assembled.dynamo.recompiles)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import linecache
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect.parse.events import COUNTERS_ARTIFACT, RUNTIME_COVERAGE_ARTIFACT, Event
 from tcinspect.report import (
@@ -27,6 +27,9 @@ from tcinspect.report import (
     SourceLocation,
     Stages,
 )
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 #: Coverage.source values
 COUNTERS = "counters"
@@ -115,3 +118,8 @@ def _runtime(data: Optional[dict[str, Any]], target_kind: str) -> Optional[Runti
                            compiled_time_us=float(data.get("compiled_time_us", 0.0)),
                            eager_time_us=float(data.get("eager_time_us", 0.0)), islands=islands,
                            not_measured=str(data.get("not_measured", "")))
+
+
+def section(run: RunEvents) -> Coverage:
+    """The report's section of how much of the model was captured, from a run (report/sections.py registers it)."""
+    return build(run.events, run.stages, run.metrics, run.target.kind)

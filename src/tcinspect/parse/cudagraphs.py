@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect.parse.events import (
     CUDAGRAPH_PARTITIONS_ARTIFACT,
@@ -50,6 +50,9 @@ from tcinspect.report import (
     PartitionRecording,
     Stages,
 )
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 #: tcinspect's record of a skip torch logged (capturing/_compat.py: cudagraph_skip_log)
 SKIP_ARTIFACT = CUDAGRAPH_SKIP_ARTIFACT
@@ -336,3 +339,8 @@ def _recordings(recs: Sequence[dict[str, Any]]) -> tuple[PartitionRecording, ...
         out.append(PartitionRecording(call=int(r.get("call", -1)), cuda_graph_id=int(r.get("cuda_graph_id", -1)),
                                       cause=cause))
     return tuple(out)
+
+
+def section(run: RunEvents) -> Optional[CudaGraphs]:
+    """The report's section of the CUDA graph section, from a run (report/sections.py registers it)."""
+    return build(run.events, run.options, run.stages, run.device, from_log=run.target.kind == "torch_trace")

@@ -11,15 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Any, Optional
 
 from tcinspect._version import __version__
-from tcinspect.parse import assemble, coverage, cudagraphs, graph_execution, guardcost, provenance, regions, shapes
+from tcinspect.parse import assemble, cudagraphs, graph_execution, provenance, shapes
 from tcinspect.parse import breaks as breaks_mod
-from tcinspect.parse import compile_time as compile_time_events
-from tcinspect.parse import memory as memory_mod
 from tcinspect.parse.events import Event, parse_health
-from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification
+from tcinspect.parse.run import RunEvents
+from tcinspect.report import CompileMetrics, InputSetError, Options, Report, Stages, Target, Verification, sections
 from tcinspect.report import Failure as ReportFailure
 
 
@@ -72,14 +71,18 @@ def report_from_events(
     found = failure or assemble.failure_from_metrics(metrics, stages)
     if found is not None and failure is None:
         stages, metrics = build(found)
-    compile_time = compile_time_events.build(events, stages.dynamo.recompiles)
+    assembled = stages
     dynamo = stages.dynamo
+    # dynamic shapes are read with the stages: their advice goes with each recompile
     shape_section = shapes.with_final_guards(shape_section, {g.compile_id: [x.expression for x in g.guards]
                                                              for g in dynamo.graphs if g.guards})
     stages = replace(stages, dynamo=replace(dynamo, graph_breaks=tuple(
         breaks_mod.with_context(b) for b in dynamo.graph_breaks), recompiles=tuple(
         shapes.with_shape_advice(r, shape_section) for r in dynamo.recompiles)))
     error = (found.blame or f"{found.stage} stage failed: {found.message}") if found else ""
+    run = RunEvents(events, options, device, target, stages, assembled, metrics)
+    # every other section its registered builder reads from the run (report/sections.py)
+    built: dict[str, Any] = {s.key: sections.implementation(s.build)(run) for s in sections.SECTIONS if s.build}
     return Report(
         torch_version=torch_version,
         device=device,
@@ -89,21 +92,14 @@ def report_from_events(
         compiles=metrics,
         error=error,
         failure=ReportFailure(found.kind, error) if found else None,
-        passes=assemble.build_passes(events),
         parse=parse,
         verification=verification,
         tcinspect_version=__version__,
         calls=calls,
         input_errors=tuple(input_errors),
         timings=(*timings, ("assemble_s", round(time.perf_counter() - start, 4))),
-        compile_time=compile_time,
-        cudagraphs=cudagraphs.build(events, options, stages, device, from_log=target.kind == "torch_trace"),
         shapes=shape_section,
-        guard_cost=guardcost.build(events),
-        regions=regions.build(events, stages, metrics),
-        memory=memory_mod.build(events, stages),
-        graph_execution_order=graph_execution.build(events),
-        coverage=coverage.build(events, stages, metrics, target.kind),
+        **built,
     )
 
 

@@ -11,9 +11,12 @@ instead, ``{"graph": "graph_0"}``: Inductor's graph number (compile_fx's graph c
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from tcinspect.parse.events import Event, json_payload
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 GRAPH_EXECUTION = "graph_execution"
 #: the August 2025 nightly's one record per call
@@ -62,3 +65,8 @@ def unreadable(events: Iterable[Event]) -> dict[str, int]:
         if ev.name in (GRAPH_EXECUTION, PER_CALL) and _entries(ev) is None:
             out[ev.name] = out.get(ev.name, 0) + 1
     return out
+
+
+def section(run: RunEvents) -> tuple[str, ...]:
+    """The report's section of the compiled graphs the process ran, in order, from a run (report/sections.py registers it)."""
+    return build(run.events)

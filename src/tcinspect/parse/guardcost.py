@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.guards import _stable, source_of
@@ -18,6 +18,9 @@ from tcinspect.report import (
     LambdaGuard,
     PerCallCost,
 )
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 #: CheckFunctionManager ends the guard tree it logs with this line (torch/_dynamo/guards.py, 2.11-2.15)
 _LATENCY = re.compile(r"^Guard latency = ([0-9.]+) us\s*$", re.M)
@@ -124,3 +127,8 @@ def _per_call(events: Sequence[ev_mod.Event]) -> Optional[PerCallCost]:
     return PerCallCost(runs=int(data.get("runs", 0)), calls=calls, frames=frames,
                        compiled_during=tuple(str(x) for x in data.get("compiled_during", [])),
                        note=str(data.get("note", "")))
+
+
+def section(run: RunEvents) -> Optional[GuardCost]:
+    """The report's section of what the guards cost, from a run (report/sections.py registers it)."""
+    return build(run.events)

@@ -19,7 +19,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from math import prod
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.events import Event
@@ -38,6 +38,9 @@ from tcinspect.report import (
     Stages,
 )
 from tcinspect.vocabulary import ITEMSIZE
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 #: ATen ops whose output shares its input's storage
 VIEW_OPS = frozenset({
@@ -257,3 +260,8 @@ def build(events: Sequence[Event], stages: Stages, not_measured: str = "") -> Op
 def modules_record(modules: dict[str, str], note: str = "") -> str:
     """The payload of tcinspect's module record for one forward graph (capturing/engine.py logs it)."""
     return json.dumps({"modules": modules, "note": note}, sort_keys=True)
+
+
+def section(run: RunEvents) -> Optional[Memory]:
+    """The report's section of what the forward graphs save for backward, from a run (report/sections.py registers it)."""
+    return build(run.events, run.stages)

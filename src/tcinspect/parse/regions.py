@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from tcinspect.parse.events import Event, json_payload, named
 from tcinspect.report import (
@@ -31,6 +31,9 @@ from tcinspect.report import (
     Regions,
     Stages,
 )
+
+if TYPE_CHECKING:
+    from tcinspect.parse.run import RunEvents
 
 NESTED = "nested_compile_region"
 BLOCK = "compiled_block"
@@ -322,3 +325,8 @@ def _blocks(events: Sequence[Event], stages: Stages, compiles: Sequence[CompileM
 def _first_line(reason: str) -> str:
     first = reason.strip().splitlines()[0] if reason.strip() else reason
     return re.sub(r"\s{2,}", "  ", first)
+
+
+def section(run: RunEvents) -> Optional[Regions]:
+    """The report's section of regional compilation, from a run (report/sections.py registers it)."""
+    return build(run.events, run.stages, run.metrics)

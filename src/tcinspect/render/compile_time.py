@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from rich.text import Text
 from tcinspect.analysis import caches as cache_views
 from tcinspect.analysis import compile_time as views
 from tcinspect.derived import cachekeys
+from tcinspect.render.htmlparts import esc
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 from tcinspect.vocabulary import GROUP_TITLES, GROUPS
 
@@ -235,10 +235,6 @@ _WIDTH = 1000
 _MAX_DEPTH = 10
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _bars(p: Phase, scale: float, depth: int, out: list[str], root: bool = False) -> None:
     width = p.seconds * scale
     if width < 0.5 or depth >= _MAX_DEPTH:
@@ -247,10 +243,10 @@ def _bars(p: Phase, scale: float, depth: int, out: list[str], root: bool = False
     title = f"{p.name} · {p.seconds:.3f} s inclusive, {p.self_s:.3f} s exclusive · {GROUP_TITLES.get(p.group, p.group)}"
     colour = COLOURS["other"] if root else COLOURS.get(p.group, COLOURS["other"])
     out.append(f'<rect x="{x:.1f}" y="{depth * _ROW}" width="{max(width, 0.5):.1f}" height="{_ROW - 2}" '
-               f'fill="{colour}"><title>{_e(title)}</title></rect>')
+               f'fill="{colour}"><title>{esc(title)}</title></rect>')
     if width > 60:
         out.append(f'<text x="{x + 3:.1f}" y="{depth * _ROW + 10}" font-size="9" fill="#fff">'
-                   f"{_e(p.name[: int(width / 5.5)])}</text>")
+                   f"{esc(p.name[: int(width / 5.5)])}</text>")
     for c in p.children:
         _bars(c, scale, depth + 1, out)
 
@@ -274,24 +270,66 @@ def timeline(ct: CompileTime, limit: int = 40) -> str:
         caches = "; ".join(f"{c.cache} {c.state}" + (f" ({c.part})" if c.part and c.part != t.part else "")
                            for c in t.caches)
         rows.append(
-            f'<div class="ctrow"><p><b>{_e(t.compile_id)} {_e(t.part)}</b> {_e(t.function)} · '
-            f"{t.total_s:.3f} s · {_e(split)}{' · ' + _e(caches) if caches else ''}</p>"
+            f'<div class="ctrow"><p><b>{esc(t.compile_id)} {esc(t.part)}</b> {esc(t.function)} · '
+            f"{t.total_s:.3f} s · {esc(split)}{' · ' + esc(caches) if caches else ''}</p>"
             f'<svg class="ct" viewBox="0 0 {_WIDTH} {depth * _ROW}" width="100%" height="{depth * _ROW}" '
-            f'preserveAspectRatio="none" role="img" aria-label="phases of {_e(t.compile_id)} {_e(t.part)}">'
+            f'preserveAspectRatio="none" role="img" aria-label="phases of {esc(t.compile_id)} {esc(t.part)}">'
             + "".join(bars) + "</svg></div>")
     if not rows:
         return ""
     legend = "".join(f'<span class="ctkey"><svg width="10" height="10"><rect width="10" height="10" '
-                     f'fill="{COLOURS[g]}"/></svg> {_e(GROUP_TITLES[g])}</span>' for g in GROUPS)
+                     f'fill="{COLOURS[g]}"/></svg> {esc(GROUP_TITLES[g])}</span>' for g in GROUPS)
     return f'<div class="ctlegend">{legend}</div>' + "".join(rows)
 
 
 def findings_html(ct: CompileTime) -> str:
     if not ct.findings:
         return '<p class="note">Nothing to fix found in the compile time.</p>'
-    items = "".join(f"<li>{_e(f.message)}<br><span class=\"fix\">fix: {_e(f.fix)}</span></li>" for f in ct.findings)
+    items = "".join(f"<li>{esc(f.message)}<br><span class=\"fix\">fix: {esc(f.fix)}</span></li>" for f in ct.findings)
     return f"<ul class=\"ctfind\">{items}</ul>"
 
 
 def group_rows(ct: CompileTime) -> Sequence[tuple[str, float]]:
     return sorted(views.run_groups(ct).items(), key=lambda kv: -kv[1])
+
+
+def section_html(rep: Report) -> str:
+    """Each compile's phases as nested bars, forward and backward, and what to do about them."""
+    ct = rep.compile_time
+    if ct is None:
+        return ""
+    from tcinspect.render import compile_time as compile_time_view
+
+    total = sum(s for _, s in compile_time_view.group_rows(ct)) or 1.0
+    split = " · ".join(f"{esc(g)} {s:.2f} s ({100 * s / total:.0f}%)" for g, s in compile_time_view.group_rows(ct)[:6])
+    return (f'<section id="compile-time"><h2>Compile time</h2><p class="meta">{ct.total_s:.2f} s over '
+            f"{len(ct.compiles)} compiles · {split}</p>{compile_time_view.findings_html(ct)}"
+            f"{compile_time_view.timeline(ct)}</section>")
+
+
+def caches_html(rep: Report) -> str:
+    """Every compile-cache look-up: hit, miss or bypass, torch's reason, the key components that changed."""
+    from tcinspect.analysis import caches
+    from tcinspect.derived import cachekeys
+
+    found = list(cachekeys.lookups(rep.compile_time))
+    if not found:
+        return ""
+    counts: dict[str, int] = {}
+    rows = []
+    for t, c in found:
+        counts[c.state] = counts.get(c.state, 0) + 1
+        why = caches.explanation(c)
+        where = caches.bypass_site(rep, t, c) if c.state == "bypass" else ""
+        changed = "<br>".join(esc(x) for x in c.changed)
+        seconds = c.saved_s if c.state == "hit" else c.cost_s
+        rows.append(f"<tr><td>{esc(t.compile_id)}<td>{esc(c.part or t.part)}<td>{esc(cachekeys.CACHE_TITLES.get(c.cache, c.cache))}"
+                    f"<td>{esc(c.state)}<td class=num>{f'{seconds:.3f}' if seconds else ''}<td>{esc(why)}"
+                    f"{'<br>at ' + esc(where) if where else ''}<td>{changed}<td><code>{esc(c.key[:16])}</code>")
+    saves = caches.warm_start_saves(rep)
+    meta = " · ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    meta += f" · a warm start would save {saves:.2f} s" if saves else ""
+    return ('<section id="caches"><h2>Cache look-ups</h2>'
+            f'<p class="meta">{esc(meta)}</p><table><thead><tr><th>compile<th>part<th>cache<th>state'
+            "<th>s saved (hit) / taken (miss)<th>why (torch's reason)<th>changed components<th>key</thead><tbody>"
+            + "".join(rows) + "</tbody></table></section>")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import cudagraphs as analysis
+from tcinspect.render.htmlparts import esc
 from tcinspect.report import CudaGraphs, Report
 
 _STATUS_STYLE = {"recorded": "green", "skipped": "bold red", "not recorded": "yellow"}
@@ -43,7 +46,7 @@ def island_line(i: analysis.Island) -> str:
     return f"{i.name}: {why}{at} ({cost} outside CUDA graphs)"
 
 
-def cudagraphs(rep: Report) -> RenderableType:
+def cudagraphs(rep: Report, limit: Optional[int] = None) -> RenderableType:
     cg = rep.cudagraphs
     if cg is None:
         return Text("CUDA graphs: off (compile with --mode reduce-overhead to use them)", style="dim")
@@ -121,3 +124,48 @@ def _partitions(rep: Report) -> list[RenderableType]:
             line += f", {timed[0]:,.1f} of {timed[1]:,.1f} us of measured GPU time ({100 * timed[0] / timed[1]:.0f}%)"
         out.append(Text(line, style="bold"))
     return out
+
+
+def section_html(rep: Report) -> str:
+    """Each compiled graph under CUDA graphs: recorded, skipped (torch's reason) or not recorded."""
+    cg = rep.cudagraphs
+    if cg is None:
+        return ""
+    from tcinspect.render.cudagraphs import summary_line
+
+    rows = "".join(
+        f"<tr><td>{esc(g.compile_id or '?')}</td><td>{esc(g.part or '?')}</td><td>{esc(g.status)}</td>"
+        f"<td>{len(g.recordings)}</td><td>{esc(', '.join(str(r.call) for r in g.recordings))}</td>"
+        f"<td>{esc(g.reason)}</td><td>{esc(', '.join(g.user_lines))}</td></tr>" for g in cg.graphs)
+    table = ("<table><thead><tr><th>compile</th><th>graph</th><th>status</th><th>recordings</th><th>on calls</th>"
+             f"<th>reason (torch's words)</th><th>where</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in cg.notes)
+    return (f'<section id="cudagraphs"><h2>CUDA graphs</h2><p class="meta">{esc(summary_line(cg))}</p>'
+            f"{table}{_partitions_html(rep)}{notes}</section>")
+
+
+def _partitions_html(rep: Report) -> str:
+    """Each partition of the partitioned graphs, captured or an eager island (torch's reason, the user line), then
+    the islands costliest first."""
+    from tcinspect.analysis.cudagraphs import islands
+    from tcinspect.render.cudagraphs import island_line, short
+
+    cg = rep.cudagraphs
+    if cg is None or not cg.partitions:
+        return ""
+    rows = []
+    for g in cg.graphs:
+        for p in g.partitions:
+            kind = (f"{p.function} captured" if p.recordings else f"{p.function} not recorded") if p.cudagraphable \
+                else "eager island"
+            why = "; ".join(dict.fromkeys(f"re-recorded: {r.cause}" for r in p.recordings if r.cause)) \
+                if p.cudagraphable else ", ".join(p.reasons)
+            rows.append(f"<tr><td>{esc(g.compile_id)}</td><td>{esc(g.part)}</td><td class=num>{p.index}</td>"
+                        f"<td>{esc(kind)}</td><td class=num>{p.kernels}</td><td class=num>"
+                        f"{len(p.recordings) if p.cudagraphable else ''}</td><td>{esc(why)}</td>"
+                        f"<td>{esc(', '.join(short(x) for x in p.user_lines))}</td></tr>")
+    found = "".join(f"<li>{esc(island_line(i))}</li>" for i in islands(rep))
+    return ("<h3>Graph partitions</h3><table><thead><tr><th>compile</th><th>graph</th><th>#</th><th>partition</th>"
+            "<th>kernels</th><th>recordings</th><th>why (torch's words)</th><th>where</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>" + (f"<p>eager islands, costliest first:</p><ul>{found}</ul>"
+                                                          if found else ""))

@@ -11,6 +11,7 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tcinspect.render.htmlparts import esc
 from tcinspect.report import ExportRun, FirstDivergence, Report, TensorCheck
 
 _CHANGE_STYLE = {"removed": "red", "added": "green", "replaced": "yellow", "changed": "yellow"}
@@ -215,3 +216,39 @@ def exports(rep: Report, graphs: bool = True) -> RenderableType:
                 parts.append(sig)
             parts.append(node_table(e.graph, f"exported graph ({e.mode}) · {e.graph.op_count} ops"))
     return Group(*parts)
+
+
+def verification_html(rep: Report) -> str:
+    """``verify``: each output and gradient against eager, and where compiled results first depart."""
+    v = rep.verification
+    if v is None:
+        return ""
+    verdict = "matches eager" if v.ok else (v.error or "differs from eager")
+    parts = [f'<section id="verification"><h2>Verification · {esc(verdict)}</h2>']
+    rows = "".join(f"<tr><td>{esc(t.name)}<td>{esc(t.dtype)}<td class=num>{t.max_abs_error:.3g}"
+                   f"<td class=num>{t.max_rel_error:.3g}<td>{'ok' if t.ok else 'differs'}" for t in v.tensors)
+    if rows:
+        parts.append("<table><thead><tr><th>tensor<th>dtype<th>max abs<th>max rel<th></thead>"
+                     f"<tbody>{rows}</tbody></table>")
+    d = v.first_divergence
+    if d is not None:
+        node = (f" · node <code>{esc(d.node)}</code> ({esc(d.op)}) · {esc(d.line)}"
+                f"{' · ' + esc(d.module) if d.module else ''}") if d.node else ""
+        if d.stage:
+            from tcinspect.render.extensions import bisected
+
+            where = f"backend stage {esc(d.stage)}" + (f" · {esc(bisected(d))}" if d.subsystem else "") + node
+        else:
+            where = (f"{esc(d.graph)}{node} · max abs {d.max_abs:.3g} · RMSE {d.rmse:.3g}" if d.node
+                     else "not found")
+        parts.append(f'<p class="alert">first departs: {where}</p>')
+        if d.note:
+            parts.append(f'<p class="note">{esc(d.note)}</p>')
+        steps = "".join(f"<li>{'matches' if s.ok else 'differs'} · {esc(s.what)} ({s.seconds:.1f} s)"
+                        f"{' · ' + esc(s.detail) if s.detail else ''}</li>" for s in d.steps)
+        if steps:
+            parts.append(f"<ul>{steps}</ul>")
+        if d.stopped:
+            parts.append(f'<p class="note">stopped: {esc(d.stopped)}</p>')
+    parts.append("</section>")
+    return "".join(parts)

@@ -26,7 +26,19 @@ from tcinspect.render.layered import LAYERED_MAX_NODES, layered
 from tcinspect.render.picture import KernelRef, Picture, kernel_refs, pictures
 from tcinspect.render.svg import DOT_NODES, inline
 from tcinspect.render.table import USER_GUARD_KINDS, compile_time_note, guard_expression
-from tcinspect.report import FAILED, NOT_RUN, OK, Graph, GraphBreak, Guard, Node, OutputCode, Report, guards_per_compile
+from tcinspect.report import (
+    FAILED,
+    NOT_RUN,
+    OK,
+    Graph,
+    GraphBreak,
+    Guard,
+    Node,
+    OutputCode,
+    Report,
+    guards_per_compile,
+    sections,
+)
 
 #: Tables with more rows, and pictures with more nodes, start collapsed: a 10,000-node page must
 #: open at once and stay readable.
@@ -588,187 +600,6 @@ openTarget();
 """
 
 
-def _compile_time(rep: Report) -> str:
-    """Each compile's phases as nested bars, forward and backward, and what to do about them."""
-    ct = rep.compile_time
-    if ct is None:
-        return ""
-    from tcinspect.render import compile_time as compile_time_view
-
-    total = sum(s for _, s in compile_time_view.group_rows(ct)) or 1.0
-    split = " · ".join(f"{_e(g)} {s:.2f} s ({100 * s / total:.0f}%)" for g, s in compile_time_view.group_rows(ct)[:6])
-    return (f'<section id="compile-time"><h2>Compile time</h2><p class="meta">{ct.total_s:.2f} s over '
-            f"{len(ct.compiles)} compiles · {split}</p>{compile_time_view.findings_html(ct)}"
-            f"{compile_time_view.timeline(ct)}</section>")
-
-
-def _cudagraphs(rep: Report) -> str:
-    """Each compiled graph under CUDA graphs: recorded, skipped (torch's reason) or not recorded."""
-    cg = rep.cudagraphs
-    if cg is None:
-        return ""
-    from tcinspect.render.cudagraphs import summary_line
-
-    rows = "".join(
-        f"<tr><td>{_e(g.compile_id or '?')}</td><td>{_e(g.part or '?')}</td><td>{_e(g.status)}</td>"
-        f"<td>{len(g.recordings)}</td><td>{_e(', '.join(str(r.call) for r in g.recordings))}</td>"
-        f"<td>{_e(g.reason)}</td><td>{_e(', '.join(g.user_lines))}</td></tr>" for g in cg.graphs)
-    table = ("<table><thead><tr><th>compile</th><th>graph</th><th>status</th><th>recordings</th><th>on calls</th>"
-             f"<th>reason (torch's words)</th><th>where</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
-    notes = "".join(f'<p class="note">{_e(n)}</p>' for n in cg.notes)
-    return (f'<section id="cudagraphs"><h2>CUDA graphs</h2><p class="meta">{_e(summary_line(cg))}</p>'
-            f"{table}{_partitions(rep)}{notes}</section>")
-
-
-def _partitions(rep: Report) -> str:
-    """Each partition of the partitioned graphs, captured or an eager island (torch's reason, the user line), then
-    the islands costliest first."""
-    from tcinspect.analysis.cudagraphs import islands
-    from tcinspect.render.cudagraphs import island_line, short
-
-    cg = rep.cudagraphs
-    if cg is None or not cg.partitions:
-        return ""
-    rows = []
-    for g in cg.graphs:
-        for p in g.partitions:
-            kind = (f"{p.function} captured" if p.recordings else f"{p.function} not recorded") if p.cudagraphable \
-                else "eager island"
-            why = "; ".join(dict.fromkeys(f"re-recorded: {r.cause}" for r in p.recordings if r.cause)) \
-                if p.cudagraphable else ", ".join(p.reasons)
-            rows.append(f"<tr><td>{_e(g.compile_id)}</td><td>{_e(g.part)}</td><td class=num>{p.index}</td>"
-                        f"<td>{_e(kind)}</td><td class=num>{p.kernels}</td><td class=num>"
-                        f"{len(p.recordings) if p.cudagraphable else ''}</td><td>{_e(why)}</td>"
-                        f"<td>{_e(', '.join(short(x) for x in p.user_lines))}</td></tr>")
-    found = "".join(f"<li>{_e(island_line(i))}</li>" for i in islands(rep))
-    return ("<h3>Graph partitions</h3><table><thead><tr><th>compile</th><th>graph</th><th>#</th><th>partition</th>"
-            "<th>kernels</th><th>recordings</th><th>why (torch's words)</th><th>where</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>" + (f"<p>eager islands, costliest first:</p><ul>{found}</ul>"
-                                                          if found else ""))
-
-
-def _collectives(rep: Report) -> str:
-    """The collectives each compiled graph runs, in order (``trace --stage collectives``); none: no section."""
-    from tcinspect.derived.collectives import of_stages
-    from tcinspect.render.bench import size
-
-    cols = of_stages(rep.stages)
-    if not cols:
-        return ""
-    rows = "".join(
-        f"<tr><td>{_e(c.compile_id)}<td>{_e(c.part)}<td class=num>{c.index}<td>{_e(c.kind)}<td>{_e(c.group or '?')}"
-        f"<td>{_e(c.tensor)}<td class=num>{size(c.nbytes) if c.nbytes is not None else '?'}"
-        f"<td>{_e(c.node)}" for c in cols)
-    return (f'<section id="collectives"><h2>Collectives · {len(cols)}</h2><p class="meta">in the compiled graphs, '
-            "in the order each graph runs them</p><table><thead><tr><th>compile<th>graph<th>#<th>collective<th>group"
-            f"<th>tensor<th>size<th>node</thead><tbody>{rows}</tbody></table></section>")
-
-
-def _ranks(rep: Report) -> str:
-    """A distributed run: where its ranks differ, as the terminal shows it, and the order each group of ranks ran its
-    compiled graphs in (where torch recorded it)."""
-    if not rep.ranks:
-        return ""
-    from tcinspect.render.ranks import DIVERGENCE_GROUPS, DIVERGENCE_ROWS, ranks_short
-
-    rows = "".join(
-        f"<tr><td>{_e(d.compile_id or 'run') if i == 0 else ''}<td>{_e(d.aspect) if i == 0 else ''}"
-        f"<td>{_e(ranks_short(g.ranks))}<td>{_e(g.value)}"
-        for d in rep.divergence[:DIVERGENCE_ROWS] for i, g in enumerate(d.groups[:DIVERGENCE_GROUPS]))
-    more = len(rep.divergence) - DIVERGENCE_ROWS
-    divergence = (f"<table><thead><tr><th>compile<th>what<th>ranks<th>had</thead><tbody>{rows}</tbody></table>"
-                  + (f'<p class="note">… {more} more divergences (YAML/JSON have every one).</p>' if more > 0 else "")
-                  if rows else '<p class="meta">none: every rank compiled the same</p>')
-    orders: dict[tuple[str, ...], list[int]] = {}
-    for r in rep.ranks:
-        if r.graph_execution_order:
-            orders.setdefault(r.graph_execution_order, []).append(r.rank)
-    order = "".join(f"<tr><td>{_e(ranks_short(ranks))}<td class=num>{len(o)}<td>{_e(' '.join(o))}"
-                    for o, ranks in orders.items())
-    order_table = ("<h3>Graph execution order</h3><p class=\"meta\">each compiled graph a rank ran, in order, by "
-                   "compile id (torch's <code>graph_execution</code> record)</p><table><thead><tr><th>ranks<th>runs"
-                   f"<th>compiled graphs run</thead><tbody>{order}</tbody></table>" if order else "")
-    from tcinspect.derived.runs import mixed_runs_text
-
-    mixed = f'<p class="note">{_e(mixed_runs_text(rep.mixed_runs))}</p>' if rep.mixed_runs else ""
-    return (f'<section id="ranks"><h2>Ranks · {len(rep.ranks)}</h2>{mixed}<h3>Divergence</h3>{divergence}'
-            f"{order_table}</section>")
-
-
-def _shapes(rep: Report) -> str:
-    from tcinspect.render.shapes import section_html
-
-    return section_html(rep)
-
-
-def _verification(rep: Report) -> str:
-    """``verify``: each output and gradient against eager, and where compiled results first depart."""
-    v = rep.verification
-    if v is None:
-        return ""
-    verdict = "matches eager" if v.ok else (v.error or "differs from eager")
-    parts = [f'<section id="verification"><h2>Verification · {_e(verdict)}</h2>']
-    rows = "".join(f"<tr><td>{_e(t.name)}<td>{_e(t.dtype)}<td class=num>{t.max_abs_error:.3g}"
-                   f"<td class=num>{t.max_rel_error:.3g}<td>{'ok' if t.ok else 'differs'}" for t in v.tensors)
-    if rows:
-        parts.append("<table><thead><tr><th>tensor<th>dtype<th>max abs<th>max rel<th></thead>"
-                     f"<tbody>{rows}</tbody></table>")
-    d = v.first_divergence
-    if d is not None:
-        node = (f" · node <code>{_e(d.node)}</code> ({_e(d.op)}) · {_e(d.line)}"
-                f"{' · ' + _e(d.module) if d.module else ''}") if d.node else ""
-        if d.stage:
-            from tcinspect.render.extensions import bisected
-
-            where = f"backend stage {_e(d.stage)}" + (f" · {_e(bisected(d))}" if d.subsystem else "") + node
-        else:
-            where = (f"{_e(d.graph)}{node} · max abs {d.max_abs:.3g} · RMSE {d.rmse:.3g}" if d.node
-                     else "not found")
-        parts.append(f'<p class="alert">first departs: {where}</p>')
-        if d.note:
-            parts.append(f'<p class="note">{_e(d.note)}</p>')
-        steps = "".join(f"<li>{'matches' if s.ok else 'differs'} · {_e(s.what)} ({s.seconds:.1f} s)"
-                        f"{' · ' + _e(s.detail) if s.detail else ''}</li>" for s in d.steps)
-        if steps:
-            parts.append(f"<ul>{steps}</ul>")
-        if d.stopped:
-            parts.append(f'<p class="note">stopped: {_e(d.stopped)}</p>')
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def _regions(rep: Report) -> str:
-    """Each compiled region: its calls, which subgraph served each, and what differed where one was not reused."""
-    if rep.regions is None:
-        return ""
-    from tcinspect.analysis.regions import verdict
-
-    parts = [f'<section id="regions"><h2>Regions · {len(rep.regions.regions)}</h2>']
-    for r in rep.regions.regions:
-        rows = "".join(
-            f"<tr><td class=num>{i}<td>{_e(c.subgraph)}<td>{'yes' if c.reused else 'no'}<td>{_e(c.module or '?')}"
-            f"<td>{_e(c.user_line)}<td>{'<br>'.join(_e(x) for x in (c.differed or (() if c.reused else c.inputs))) or ('reuses ' + _e(c.subgraph) if c.reused else 'first compile')}"
-            for i, c in enumerate(r.region_calls))
-        times = (f" · compile {r.compile_time_s:.2f} s, recompiles {r.recompile_time_s:.2f} s"
-                 if r.compile_time_s >= 0 else "")
-        parts.append(f'<h3 data-key="region">{_e(r.kind)} {_e(r.function)} ({_e(r.where)})</h3>'
-                     f'<p class="meta">{_e(verdict(r))}{_e(times)}'
-                     f"{' · kernels ' + str(r.kernels) if r.kernels >= 0 else ''} · {_e(r.note)}</p>"
-                     "<table><thead><tr><th>#<th>subgraph<th>reused<th>block<th>call<th>inputs / what differed"
-                     f"</thead><tbody>{rows}</tbody></table>")
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def _memory(rep: Report) -> str:
-    """Saved-for-backward bytes, a bar per module, and the measured peaks (``tcinspect memory``)."""
-    if rep.memory is None:
-        return ""
-    from tcinspect.render import memory
-
-    return f'<section id="memory"><h2>Memory</h2>{memory.html_section(rep)}</section>'
-
-
 def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 
@@ -779,9 +610,8 @@ def _pygments_css() -> str:
 def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> str:
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
-    body = [page.header(), "<main>", _findings(rep), page.summary(), _ranks(rep), page.dynamo(), page.guards(), page.breaks(), page.aot(),
-            page.inductor(), _collectives(rep), _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep),
-            _memory(rep), _caches(rep), _verification(rep)]
+    body = [page.header(), "<main>", _findings(rep), page.summary(), *_views(rep, "top"), page.dynamo(),
+            page.guards(), page.breaks(), page.aot(), page.inductor(), *_views(rep, "after"), *_views(rep, "end")]
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."
@@ -810,10 +640,14 @@ def fragment(rep: Report) -> str:
     renderers, without the graphs (drawn or listed), the page's styles or its script."""
     page = _Page(rep, draw=False)
     dyn = rep.stages.dynamo
-    return "".join((_findings(rep), page.summary(), _ranks(rep),
-                    page.breaks() if dyn.graph_breaks or dyn.backend_failures else "", _collectives(rep),
-                    _compile_time(rep), _cudagraphs(rep), _shapes(rep), _regions(rep), _memory(rep), _caches(rep),
-                    _verification(rep)))
+    return "".join((_findings(rep), page.summary(), *_views(rep, "top"),
+                    page.breaks() if dyn.graph_breaks or dyn.backend_failures else "", *_views(rep, "after"),
+                    *_views(rep, "end")))
+
+
+def _views(rep: Report, slot: str) -> list[str]:
+    """The HTML sections of the registered views in ``slot`` (report/sections.py), each "" when it has nothing."""
+    return [sections.implementation(s.html)(rep) for s in sections.html_views(slot)]
 
 
 def _findings(rep: Report) -> str:
@@ -833,29 +667,3 @@ def _findings(rep: Report) -> str:
     return f'<section id="findings"><h2>Findings</h2><p><b>{_e(findings.verdict(rep))}</b></p>{body}</section>'
 
 
-def _caches(rep: Report) -> str:
-    """Every compile-cache look-up: hit, miss or bypass, torch's reason, the key components that changed."""
-    from tcinspect.analysis import caches
-    from tcinspect.derived import cachekeys
-
-    found = list(cachekeys.lookups(rep.compile_time))
-    if not found:
-        return ""
-    counts: dict[str, int] = {}
-    rows = []
-    for t, c in found:
-        counts[c.state] = counts.get(c.state, 0) + 1
-        why = caches.explanation(c)
-        where = caches.bypass_site(rep, t, c) if c.state == "bypass" else ""
-        changed = "<br>".join(_e(x) for x in c.changed)
-        seconds = c.saved_s if c.state == "hit" else c.cost_s
-        rows.append(f"<tr><td>{_e(t.compile_id)}<td>{_e(c.part or t.part)}<td>{_e(cachekeys.CACHE_TITLES.get(c.cache, c.cache))}"
-                    f"<td>{_e(c.state)}<td class=num>{f'{seconds:.3f}' if seconds else ''}<td>{_e(why)}"
-                    f"{'<br>at ' + _e(where) if where else ''}<td>{changed}<td><code>{_e(c.key[:16])}</code>")
-    saves = caches.warm_start_saves(rep)
-    meta = " · ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    meta += f" · a warm start would save {saves:.2f} s" if saves else ""
-    return ('<section id="caches"><h2>Cache look-ups</h2>'
-            f'<p class="meta">{_e(meta)}</p><table><thead><tr><th>compile<th>part<th>cache<th>state'
-            "<th>s saved (hit) / taken (miss)<th>why (torch's reason)<th>changed components<th>key</thead><tbody>"
-            + "".join(rows) + "</tbody></table></section>")

@@ -154,3 +154,12 @@ def html_section(rep: Report) -> str:
 def measurement_lines(m: MemoryMeasurement) -> list[str]:
     """One line per measured number (for check's messages)."""
     return [f"compiled peak {m.compiled_peak:,} B", f"eager peak {m.eager_peak:,} B", f"ratio {m.peak_ratio:.3f}"]
+
+
+def section_html(rep: Report) -> str:
+    """Saved-for-backward bytes, a bar per module, and the measured peaks (``tcinspect memory``)."""
+    if rep.memory is None:
+        return ""
+    from tcinspect.render import memory
+
+    return f'<section id="memory"><h2>Memory</h2>{memory.html_section(rep)}</section>'

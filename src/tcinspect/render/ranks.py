@@ -17,6 +17,7 @@ from rich.text import Text
 from tcinspect.analysis import divergence as rank_divergence
 from tcinspect.derived.runs import TITLES
 from tcinspect.render import table as single
+from tcinspect.render.htmlparts import esc
 from tcinspect.render.parts import code_panel
 from tcinspect.report import OK, DdpSplit, Divergence, Report
 from tcinspect.vocabulary import outcome, ranks_cut
@@ -242,3 +243,34 @@ def per_rank(rep: Report, view: Callable[[Report], RenderableType], key: Callabl
         parts.append(view(reports[ranks[0]]))
         parts.append(Text(""))
     return Group(*parts)
+
+
+def section_html(rep: Report) -> str:
+    """A distributed run: where its ranks differ, as the terminal shows it, and the order each group of ranks ran its
+    compiled graphs in (where torch recorded it)."""
+    if not rep.ranks:
+        return ""
+    from tcinspect.render.ranks import DIVERGENCE_GROUPS, DIVERGENCE_ROWS, ranks_short
+
+    rows = "".join(
+        f"<tr><td>{esc(d.compile_id or 'run') if i == 0 else ''}<td>{esc(d.aspect) if i == 0 else ''}"
+        f"<td>{esc(ranks_short(g.ranks))}<td>{esc(g.value)}"
+        for d in rep.divergence[:DIVERGENCE_ROWS] for i, g in enumerate(d.groups[:DIVERGENCE_GROUPS]))
+    more = len(rep.divergence) - DIVERGENCE_ROWS
+    divergence = (f"<table><thead><tr><th>compile<th>what<th>ranks<th>had</thead><tbody>{rows}</tbody></table>"
+                  + (f'<p class="note">… {more} more divergences (YAML/JSON have every one).</p>' if more > 0 else "")
+                  if rows else '<p class="meta">none: every rank compiled the same</p>')
+    orders: dict[tuple[str, ...], list[int]] = {}
+    for r in rep.ranks:
+        if r.graph_execution_order:
+            orders.setdefault(r.graph_execution_order, []).append(r.rank)
+    order = "".join(f"<tr><td>{esc(ranks_short(ranks))}<td class=num>{len(o)}<td>{esc(' '.join(o))}"
+                    for o, ranks in orders.items())
+    order_table = ("<h3>Graph execution order</h3><p class=\"meta\">each compiled graph a rank ran, in order, by "
+                   "compile id (torch's <code>graph_execution</code> record)</p><table><thead><tr><th>ranks<th>runs"
+                   f"<th>compiled graphs run</thead><tbody>{order}</tbody></table>" if order else "")
+    from tcinspect.derived.runs import mixed_runs_text
+
+    mixed = f'<p class="note">{esc(mixed_runs_text(rep.mixed_runs))}</p>' if rep.mixed_runs else ""
+    return (f'<section id="ranks"><h2>Ranks · {len(rep.ranks)}</h2>{mixed}<h3>Divergence</h3>{divergence}'
+            f"{order_table}</section>")

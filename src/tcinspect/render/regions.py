@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.regions import verdict
+from tcinspect.render.htmlparts import esc
 from tcinspect.report import Region, Report
 
 
@@ -22,7 +25,7 @@ def _region_table(region: Region) -> Table:
     return table
 
 
-def regions(rep: Report) -> RenderableType:
+def regions(rep: Report, limit: Optional[int] = None) -> RenderableType:
     if rep.regions is None:
         return Text("Regions: none (no nested_compile_region and no block compiled on its own)", style="dim")
     parts: list[RenderableType] = [Text("Regions", style="bold")]
@@ -45,3 +48,26 @@ def _kernels(rep: Report, region: Region) -> str:
     if not rep.stages.inductor.outputs:
         return "kernels: none (Inductor made no output code)"
     return "kernels per region: not stated by Inductor's provenance"
+
+
+def section_html(rep: Report) -> str:
+    """Each compiled region: its calls, which subgraph served each, and what differed where one was not reused."""
+    if rep.regions is None:
+        return ""
+    from tcinspect.analysis.regions import verdict
+
+    parts = [f'<section id="regions"><h2>Regions · {len(rep.regions.regions)}</h2>']
+    for r in rep.regions.regions:
+        rows = "".join(
+            f"<tr><td class=num>{i}<td>{esc(c.subgraph)}<td>{'yes' if c.reused else 'no'}<td>{esc(c.module or '?')}"
+            f"<td>{esc(c.user_line)}<td>{'<br>'.join(esc(x) for x in (c.differed or (() if c.reused else c.inputs))) or ('reuses ' + esc(c.subgraph) if c.reused else 'first compile')}"
+            for i, c in enumerate(r.region_calls))
+        times = (f" · compile {r.compile_time_s:.2f} s, recompiles {r.recompile_time_s:.2f} s"
+                 if r.compile_time_s >= 0 else "")
+        parts.append(f'<h3 data-key="region">{esc(r.kind)} {esc(r.function)} ({esc(r.where)})</h3>'
+                     f'<p class="meta">{esc(verdict(r))}{esc(times)}'
+                     f"{' · kernels ' + str(r.kernels) if r.kernels >= 0 else ''} · {esc(r.note)}</p>"
+                     "<table><thead><tr><th>#<th>subgraph<th>reused<th>block<th>call<th>inputs / what differed"
+                     f"</thead><tbody>{rows}</tbody></table>")
+    parts.append("</section>")
+    return "".join(parts)

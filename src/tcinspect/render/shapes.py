@@ -42,7 +42,7 @@ def guard_line(g: ShapeGuard) -> str:
     return f"(none: added by {STAGE_NAMES[g.stage]} code)" if g.stage in STAGE_NAMES else "(none logged)"
 
 
-def shapes(rep: Report) -> RenderableType:
+def shapes(rep: Report, limit: Optional[int] = None) -> RenderableType:
     """Each input dim's fate, then symbols, specializations, shape guards, data-dependent errors, the spec."""
     sh = rep.shapes
     parts: list[RenderableType] = []

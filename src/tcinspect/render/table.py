@@ -14,17 +14,15 @@ from tcinspect.analysis import coverage as coverage_views
 from tcinspect.analysis import regions as region_views
 from tcinspect.analysis.guards import guard_kinds
 from tcinspect.analysis.parse_health import parse_warning
-from tcinspect.derived.collectives import of_stages
 from tcinspect.render import findings as findings_view
-from tcinspect.render.collectives import collectives as collectives_view
-from tcinspect.render.cudagraphs import cudagraphs as cudagraphs_view
 from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
-from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report
+from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report, sections
 
+#: The compiler's stages `trace` shows, in order; the registered views follow them (report/sections.py).
+CORE_STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor")
 #: Stages `trace --stage` can select, in display order.
-STAGES = ("summary", "dynamo", "guards", "breaks", "aot", "inductor", "cudagraphs", "collectives", "shapes", "regions",
-          "memory")
+STAGES = (*CORE_STAGES, *(s.stage for s in sections.STAGE_VIEWS))
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 
@@ -383,8 +381,9 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
           limit: Optional[int] = ROW_LIMIT, findings: bool = True) -> RenderableType:
     """The whole `trace` view: header, the findings (with the summary), the summary, then each selected stage
     (``limit`` rows a table; None: all)."""
-    chosen = [s for s in STAGES if (stages is None and (s != "memory" or rep.memory is not None))
-              or (stages is not None and s in stages)]
+    views = {s.stage: s for s in sections.STAGE_VIEWS}
+    # unasked, a view shows where it has something to say (its section is present, or its own rule says so)
+    chosen = [s for s in STAGES if (s in stages if stages is not None else s not in views or _shown(rep, views[s]))]
     parts: list[RenderableType] = [header(rep)]
     if findings and not rep.ranks and (stages is None or "summary" in stages):
         # the answer first: a distributed report's block leads the ranks' overview instead (cli/trace.py)
@@ -396,22 +395,10 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
         "breaks": lambda: breaks(rep),
         "aot": lambda: aot(rep, code, limit),
         "inductor": lambda: inductor(rep, code, limit),
-        "cudagraphs": lambda: cudagraphs_view(rep),
-        "collectives": lambda: collectives_view(rep),
-        "shapes": lambda: _shapes(rep),
-        "regions": lambda: _regions(rep),
-        "memory": lambda: _memory(rep, limit),
     }
-    if stages is None and rep.shapes is None:
-        chosen.remove("shapes")  # a run with no dynamic-shape event: nothing to say unless asked
     for s in chosen:
-        if stages is None and ((s == "cudagraphs" and rep.cudagraphs is None)
-                               or (s == "collectives" and not of_stages(rep.stages))):
-            continue  # nothing to say: said only when asked for
-        if s == "regions" and stages is None and rep.regions is None:
-            continue  # shown unasked only for a run that compiled regions
         parts.append(Text(""))
-        parts.append(builders[s]())
+        parts.append(builders[s]() if s in builders else sections.implementation(views[s].text)(rep, limit))
         if s == "aot" and rep.passes:
             from tcinspect.render.extensions import passes
 
@@ -419,19 +406,8 @@ def trace(rep: Report, stages: Optional[Sequence[str]] = None, code: bool = Fals
     return Group(*parts)
 
 
-def _shapes(rep: Report) -> RenderableType:
-    from tcinspect.render.shapes import shapes
-
-    return shapes(rep)
-
-
-def _regions(rep: Report) -> RenderableType:
-    from tcinspect.render.regions import regions
-
-    return regions(rep)
-
-
-def _memory(rep: Report, limit: Optional[int]) -> RenderableType:
-    from tcinspect.render import memory
-
-    return memory.table(rep, limit)
+def _shown(rep: Report, view: sections.Section) -> bool:
+    if view.shown:
+        shown: bool = sections.implementation(view.shown)(rep)
+        return shown
+    return getattr(rep, view.key) is not None

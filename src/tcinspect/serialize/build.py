@@ -8,15 +8,14 @@ import typing
 from functools import cache
 from typing import Any, Literal, Union
 
-from tcinspect import report as model
 from tcinspect.errors import ReportFormatError
 from tcinspect.serialize.rules import may_be_absent
 
 
 @cache
 def hints(cls: type) -> dict[str, Any]:
-    """The resolved type of each field of a report class."""
-    return typing.get_type_hints(cls, vars(model))
+    """The resolved type of each field of a report class (its own module of tcinspect.report resolves them)."""
+    return typing.get_type_hints(cls)
 
 
 def build(tp: Any, value: Any, where: str) -> Any:

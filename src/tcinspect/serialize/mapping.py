@@ -6,6 +6,7 @@ from typing import Any
 
 from tcinspect import report as model
 from tcinspect.plaindata import plain as plain  # the one conversion (analysis uses it too)
+from tcinspect.report import sections
 
 
 def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
@@ -25,57 +26,11 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
         "stages": plain(rep.stages),
         "compiles": plain(rep.compiles),
     }
-    # sections only some commands fill (--pass, verify, export): absent elsewhere, so reports stay as they were
-    if rep.passes:
-        out["passes"] = plain(rep.passes)
-    if rep.verification is not None:
-        out["verification"] = plain(rep.verification)
-    if rep.exports:
-        out["exports"] = plain(rep.exports)
-    if rep.bench is not None:  # only `codegen --bench` has one; other reports stay as they were
-        out["bench"] = plain(rep.bench)
-    if rep.parse is not None:  # only when the parser met what it did not understand
-        # counts added since the section began are written only when set, so earlier parse sections stay as they were
-        out["parse"] = {k: v for k, v in plain(rep.parse).items() if v or k in ("unknown_events", "lines_not_understood")}
-    if rep.ranks:  # only a distributed run (--nproc) has them; other reports stay as they were
-        out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
-        # where the ranks differ, as the report was assembled (parse.merge)
-        out["divergence"] = plain(rep.divergence)
-    if rep.mixed_runs:  # only rank logs of more than one run: other reports stay as they were
-        out["mixed_runs"] = plain(rep.mixed_runs)
-    if rep.graph_execution_order:  # only a run that recorded it (record_and_log_graph_execution_order)
-        out["graph_execution_order"] = list(rep.graph_execution_order)
-    if rep.compile_time is not None and timings:  # reports from before it have none, and stay as they were
-        out["compile_time"] = plain(rep.compile_time)
-    if rep.failure is not None:  # only a failed run's: ok reports stay as they were
-        out["failure"] = plain(rep.failure)
-    if rep.cudagraphs is not None:  # only a run with CUDA graphs on (--mode reduce-overhead)
-        cudagraphs = plain(rep.cudagraphs)
-        if not timings:
-            for g in cudagraphs["graphs"]:
-                g.pop("cudagraphify_time_s", None)
-                for r in g["recordings"]:
-                    r.pop("record_time_s", None)
-        out["cudagraphs"] = cudagraphs
-    if rep.shapes is not None:  # only a run whose torch logged dynamic-shape events: others stay as they were
-        out["shapes"] = plain(rep.shapes)
-    if rep.guard_cost is not None and timings:  # measured, like compile_time: --no-timings leaves it out
-        out["guard_cost"] = plain(rep.guard_cost)
-    if rep.regions is not None:  # only a run that compiled regions has it; other reports stay as they were
-        out["regions"] = plain(rep.regions)
-        if not timings:
-            for r in out["regions"]["regions"]:
-                for key in [k for k in r if k.endswith("_time_s")]:
-                    del r[key]
-    if rep.memory is not None:  # only a run with a backward graph has one; other reports stay as they were
-        out["memory"] = plain(rep.memory)
-    if rep.coverage is not None:  # reports saved before coverage was recorded have none
-        out["coverage"] = plain(rep.coverage)
-        runtime = out["coverage"].get("runtime")
-        if runtime is not None and not timings:  # measured times differ run to run
-            for holder in (runtime, *runtime["islands"]):
-                for key in [k for k in holder if k.endswith("time_us")]:
-                    del holder[key]
+    # the optional sections (report/sections.py), in the registry's order, each only where present: a report
+    # without one stays as it was
+    for section in sections.SECTIONS:
+        if section.key and section.key != "timings":
+            _write(out, rep, section, timings)
     if timings:
         out["timings"] = {k: v for k, v in rep.timings}
     else:
@@ -85,6 +40,41 @@ def to_dict(rep: model.Report, *, timings: bool = True) -> dict[str, Any]:
             for key in [k for k in c if k.endswith("_time_s")]:
                 del c[key]
     return out
+
+
+def _write(out: dict[str, Any], rep: model.Report, section: sections.Section, timings: bool) -> None:
+    """One optional section into ``out`` where the report has it; --no-timings leaves out what it measured."""
+    value = getattr(rep, section.key)
+    if value is None or value == () or (not timings and "" in section.timed):
+        return
+    if section.key == "parse":  # counts added since the section began are written only when set
+        out["parse"] = {k: v for k, v in plain(value).items() if v or k in ("unknown_events", "lines_not_understood")}
+    elif section.key == "ranks":
+        out["ranks"] = [_rank_dict(r, timings) for r in rep.ranks]
+        # where the ranks differ, as the report was assembled (parse.merge): written with the ranks
+        out["divergence"] = plain(rep.divergence)
+    elif section.key != "divergence":
+        data = plain(value)
+        if not timings:
+            for path in section.timed:
+                _drop(data, path.split("."))
+        out[section.key] = data
+
+
+def _drop(data: Any, path: list[str]) -> None:
+    """Remove the keys ``path`` names from plain data: "x[]" walks each item of list x, "*_time_s" every key so
+    ending."""
+    head, rest = path[0], path[1:]
+    if head.endswith("[]"):
+        for item in data.get(head[:-2]) or () if isinstance(data, dict) else ():
+            _drop(item, rest)
+    elif not rest:
+        if isinstance(data, dict):
+            keys = [k for k in data if k.endswith(head[1:])] if head.startswith("*") else [head]
+            for k in keys:
+                data.pop(k, None)
+    elif isinstance(data, dict) and isinstance(data.get(head), dict):
+        _drop(data[head], rest)
 
 
 def _summary(s: model.Summary) -> dict[str, Any]:

@@ -7,11 +7,11 @@ import dataclasses
 from typing import Any
 
 from tcinspect import report as model
+from tcinspect.report import sections
 
-#: Report sections written only when present (see to_dict); every other field is always written.
-OPTIONAL_SECTIONS = ("passes", "verification", "exports", "bench", "parse", "ranks", "compile_time", "timings",
-                     "failure", "cudagraphs", "shapes", "guard_cost", "regions", "memory", "divergence",
-                     "mixed_runs", "graph_execution_order", "coverage")
+#: Report sections written only when present (see to_dict); every other field is always written. Registered in
+#: report/sections.py.
+OPTIONAL_SECTIONS = sections.FIELDS
 #: Fields added to schema 1 after reports of it were saved: those reports lack them, which is no damage.
 #: A field added from now on goes here (or SCHEMA_VERSION is bumped), except an option (``OPTIONS_OF_SCHEMA_1``);
 #: any other missing key is refused.
