@@ -148,7 +148,7 @@ def _timing(cid: str, *lookups: CacheLookup) -> CompileTiming:
 
 
 def test_ranks_that_miss_differently_name_the_component() -> None:
-    from tcinspect.analysis import divergence
+    from tcinspect.derived import divergence
 
     hit = _lookup("hit", gm="a", **{"inductor_config[x]": "b"})
     miss = _lookup("miss", gm="a", **{"inductor_config[x]": "c"})

@@ -15,8 +15,9 @@ import pytest
 
 from conformance import not_in_counter
 from helpers import cli, render_text
-from tcinspect.analysis import checks, divergence
-from tcinspect.derived import collectives
+from tcinspect.analysis import checks
+from tcinspect.analysis import divergence as rank_views
+from tcinspect.derived import collectives, divergence
 from tcinspect.parse import torchtrace
 from tcinspect.report import Graph, Node
 
@@ -84,11 +85,11 @@ def test_a_scheduled_order_other_than_the_graphs_is_followed():
 
 def test_slow_compile_on_one_rank_is_called_out(job):
     rep, _ = job
-    assert divergence.compile_spread(rep) == ""  # 7.6 s and 7.8 s: alike
+    assert rank_views.compile_spread(rep) == ""  # 7.6 s and 7.8 s: alike
     r1 = rep.ranks[1]
     slow = replace(r1, compiles=tuple(replace(c, entire_frame_compile_time_s=c.entire_frame_compile_time_s + 30)
                                       for c in r1.compiles))
-    text = divergence.compile_spread(replace(rep, ranks=(rep.ranks[0], slow)))
+    text = rank_views.compile_spread(replace(rep, ranks=(rep.ranks[0], slow)))
     assert text.startswith("rank 1 compiled for ") and "they wait for it at their first collective" in text
 
 

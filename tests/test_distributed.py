@@ -19,6 +19,7 @@ from helpers import MODELS, SAMPLES, cli, make_report, render_text, run_cli
 from tcinspect import serialize
 from tcinspect.analysis import checks, divergence
 from tcinspect.capturing import launcher
+from tcinspect.derived.divergence import divergences
 from tcinspect.errors import DeviceError, ExitCode, UsageError, exit_code_for
 from tcinspect.parse import ddp
 from tcinspect.parse import ranks as ranks_mod
@@ -78,12 +79,12 @@ def test_identical_ranks_do_not_diverge_though_object_ids_differ():
     ranks = [_rank(0), _rank(1)]
     # the value guard on self.rank differs by design: make the two ranks' models the same but for the object id
     same = [r if r.rank == 0 else replace(r, stages=_rank(0).stages) for r in ranks]
-    assert divergence.divergences(same) == ()
+    assert divergences(same) == ()
     assert "Divergence: none — all 2 ranks" in render_text(render.divergence(_merged(*same)))
 
 
 def test_first_divergence_names_the_compile_and_how():
-    divs = divergence.divergences([_rank(0), _rank(1, branch=True)])
+    divs = divergences([_rank(0), _rank(1, branch=True)])
     assert divergence.first_compile(divs) == "0/0"
     by_aspect = {(d.compile_id, d.aspect): d for d in divs}
     assert set(by_aspect) == {("0/0", "graph"), ("0/0", "graph_breaks"), ("0/0", "guards"), ("1/0", "compile"),
@@ -110,11 +111,11 @@ def test_each_rank_on_its_own_gpu_is_not_a_divergence():
         (g,) = r.stages.dynamo.graphs
         return replace(r, stages=Stages(dynamo=DynamoStage("ok", "", (replace(g, guards=(guard,)),))))
 
-    assert divergence.divergences([on_gpu(0), on_gpu(1)]) == ()
+    assert divergences([on_gpu(0), on_gpu(1)]) == ()
 
 
 def test_groups_of_ranks_and_rank_ranges():
-    divs = divergence.divergences([_rank(0), _rank(1, branch=True), _rank(2), _rank(3, branch=True)])
+    divs = divergences([_rank(0), _rank(1, branch=True), _rank(2), _rank(3, branch=True)])
     brk = next(d for d in divs if d.aspect == "graph_breaks")
     assert [g.ranks for g in brk.groups] == [(0, 2), (1, 3)]
     assert ranks_text((0, 2, 3, 4, 7)) == "ranks 0, 2-4, 7" and ranks_text((1,)) == "rank 1"
@@ -125,7 +126,7 @@ def test_a_rank_that_crashed_is_compared_on_what_it_reached():
     crashed = replace(crashed, stages=Stages(dynamo=DynamoStage(
         "failed", "", crashed.stages.dynamo.graphs[:1], crashed.stages.dynamo.graph_breaks)),
                       compiles=crashed.compiles[:1])
-    divs = divergence.divergences([_rank(0, branch=True), crashed])
+    divs = divergences([_rank(0, branch=True), crashed])
     assert divs[0].aspect == "status" and divs[0].compile_id == ""
     assert [g.value for g in divs[0].groups] == ["ok", "crashed: Segmentation fault (in m.py:14)"]
     # 1/0, which the crashed rank never reached, is not a divergence; its own guards are
@@ -370,7 +371,7 @@ def test_ddp_sample_every_rank_no_divergence(ddp_run):
     proc, rep = ddp_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [(r.rank, r.status) for r in rep.ranks] == [(0, "ok"), (1, "ok")]
-    assert divergence.divergences(rep.ranks) == ()
+    assert divergences(rep.ranks) == ()
     assert "Divergence: none — all 2 ranks" in proc.stdout
     # the top level is rank 0's report; each rank compiled the MLP's forward into one Dynamo graph
     assert rep.stages == rep.ranks[0].stages and all(r.summary.graphs >= 1 for r in rep.ranks)
@@ -438,7 +439,7 @@ def test_trace_breaks_and_guards_reuse_the_distributed_report(branch_run):
                    "--stage", "summary", env=env)
     assert proc.returncode == 0 and "reusing the current report" in proc.stderr, proc.stderr[-2000:]
     rep = serialize.load(out)
-    divs = divergence.divergences(rep.ranks)
+    divs = divergences(rep.ranks)
     first = divergence.first_compile(divs)
     assert [d.aspect for d in divs if d.compile_id == first] == ["graph", "graph_breaks", "guards"]
     assert f"ranks differ first at compile {first} (graph, graph_breaks, guards)" in proc.stdout
@@ -480,7 +481,7 @@ def test_a_crashed_rank_is_reported_by_rank_and_the_others_are_kept(crash_run):
         "crashed", f"rank_crash.py:{crash}", "stopped", f"rank_crash.py:{hang}")
     for r in (crashed, stopped):  # what each recorded before it ended: the first graph and the break
         assert r.summary.graphs == 1 and r.stages.dynamo.graph_breaks[0].user_frame.function == "model"
-    status = divergence.divergences(rep.ranks)[0]
+    status = divergences(rep.ranks)[0]
     assert status.aspect == "status" and [g.ranks for g in status.groups] == [(0,), (1,), (2,)]
     assert "Segmentation fault (in rank_crash.py" in proc.stdout  # the table is shown too
 
@@ -488,7 +489,7 @@ def test_a_crashed_rank_is_reported_by_rank_and_the_others_are_kept(crash_run):
 def test_ranks_that_all_failed_alike_are_not_called_in_agreement():
     failed = [replace(_rank(r), status="error", error="m.py defines no `model`", stages=Stages(), compiles=())
               for r in (0, 1)]
-    assert divergence.divergences(failed) == ()
+    assert divergences(failed) == ()
     text = render_text(render.divergence(_merged(*failed)))
     assert "Divergence: none" not in text and "not judged" in text and "rank 0 error, rank 1 error" in text
     assert checks.divergence_findings("m.py", _merged(*failed)) == []

@@ -16,7 +16,7 @@ from tcinspect.analysis import checks
 from tcinspect.analysis import guard_cost as gc
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.fromevents import report_from_events
-from tcinspect.parse.guardcost import lambda_guards, printed_latency
+from tcinspect.parse.guard_cost import lambda_guards, printed_latency
 from tcinspect.report import (
     CallCost,
     CompileGuardCost,

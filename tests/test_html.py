@@ -24,7 +24,7 @@ import pytest
 from helpers import ROOT, cli, make_report
 from tcinspect import serialize
 from tcinspect.render import dot as graphviz
-from tcinspect.render import html, layered, picture
+from tcinspect.render import drawing, html, htmlparts, layered, picture
 from tcinspect.report import (
     AotGraphs,
     AotStage,
@@ -155,7 +155,7 @@ def test_page_is_one_self_contained_file():
 def test_names_and_texts_are_escaped():
     page = html.render(hand_report())
     assert EVIL not in page and "alert(1)</script>" not in page
-    assert html._e(EVIL) in page
+    assert htmlparts.esc(EVIL) in page
     assert "&lt;b&gt;&amp;&lt;/b&gt;" in page  # the break's source line
     assert "&amp; &lt;cannot&gt; be traced" in page
     dot = graphviz.dot_source(picture.pictures(hand_report())).text
@@ -227,7 +227,7 @@ def test_large_graphs_are_cut_and_say_so(monkeypatch):
     # a page draws at most MAX_PAGE_NODES in all; graphs past DOT_NODES are laid out without dot
     laid_out = []
     monkeypatch.setattr(graphviz, "run_dot", lambda text, timeout=0: laid_out.append(text) or "<svg></svg>")
-    graphs = html.MAX_PAGE_NODES // layered.LAYERED_MAX_NODES + 1
+    graphs = drawing.MAX_PAGE_NODES // layered.LAYERED_MAX_NODES + 1
     page = html.render(chain_report(layered.LAYERED_MAX_NODES + 500, graphs))
     assert not laid_out and "Cut short" in page
     assert page.count("Not drawn: this page draws at most") == 1
@@ -373,7 +373,7 @@ def test_tiny_page_in_the_browser(browser, tiny_report, tmp_path):
     generated = next(i for i, k in enumerate(tiny_report.stages.inductor.outputs[0].kernels) if k.source)
     page.locator("#inductor td.kname a").first.click()
     first = tiny_report.stages.inductor.outputs[0]  # its AOT id counts compiles made earlier in the process
-    code = page.locator(f"#out-{html._slug(first.aot_id)}-k{generated} pre")
+    code = page.locator(f"#out-{htmlparts.slug(first.aot_id)}-k{generated} pre")
     code.wait_for(state="visible", timeout=15000)  # generous: CI machines are small and shared
     assert "kernel" in code.inner_text()
     assert opened.errors == []

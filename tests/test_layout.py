@@ -155,7 +155,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # on top: a report obtained (saved, cached, read from logs or captured), the library's API, the commands
     "tcinspect.request": (*FOUNDATION, "tcinspect.report", "tcinspect.vocabulary", "tcinspect.interrupts",
                           "tcinspect.outfile", "tcinspect.serialize", "tcinspect.cache", "tcinspect.parse",
-                          "tcinspect.capturing", "tcinspect.analysis", "tcinspect.plaindata"),
+                          "tcinspect.capturing", "tcinspect.analysis", "tcinspect.plaindata", "tcinspect.derived"),
     "tcinspect.assertions": (*FOUNDATION, "tcinspect.report", "tcinspect.capturing", "tcinspect.analysis"),
     "tcinspect.pytest_plugin": ("tcinspect.assertions",),
     # a report in a notebook: the page's sections, the terminal's tables, the files -o writes

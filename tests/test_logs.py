@@ -277,7 +277,7 @@ def test_the_landing_view_of_many_ranks_groups_them_and_shows_the_outliers(torch
     one whose guards differ: a row per group, and the empty rank hides no other divergence."""
     from dataclasses import replace
 
-    from tcinspect.analysis import divergence
+    from tcinspect.derived import divergence
     from tcinspect.parse.merge import merge
     from tcinspect.render import ranks as render
     from tcinspect.report import RankReport

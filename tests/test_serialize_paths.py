@@ -190,9 +190,10 @@ def test_the_byte_scan_finds_what_the_character_class_finds(text):
 
 def test_a_merged_report_carries_its_divergence_and_reads_it_back():
     from tcinspect.analysis import divergence
+    from tcinspect.derived.divergence import divergences
 
     rep = recorded(str(RANK_DIRS[0].relative_to(DATA)))
-    assert rep.divergence and rep.divergence == divergence.divergences(rep.ranks)
+    assert rep.divergence and rep.divergence == divergences(rep.ranks)
     for fmt in serialize.FORMATS:
         back = serialize.loads(serialize.dumps(rep, fmt))
         assert back.divergence == rep.divergence

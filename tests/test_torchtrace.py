@@ -125,9 +125,10 @@ def test_a_directory_of_rank_logs_reads_into_the_live_distributed_report():
                 if k.provenance == "unknown"}
     assert _comparable(log.replace(parse=None), inferred) == _comparable(live, inferred)
     from tcinspect.analysis import divergence
+    from tcinspect.derived.divergence import divergences
 
-    divs = divergence.divergences(log.ranks)
-    assert divs == divergence.divergences(live.ranks)
+    divs = divergences(log.ranks)
+    assert divs == divergences(live.ranks)
     assert divergence.first_compile(divs) == "4/0" and ("", "compile_ids") in [(d.compile_id, d.aspect) for d in divs]
     assert [r.ddp_splits for r in log.ranks] == [r.ddp_splits for r in live.ranks]
 
@@ -186,9 +187,10 @@ def test_a_directory_is_merged_with_cache_divergence(rank_dir):
     rep = torchtrace.read(rank_dir, jobs=2)
     assert [r.rank for r in rep.ranks] == [0, 1, 2, 3] and rep.ok
     assert rep.parse is not None and rep.parse.files_ignored == 1 and not rep.parse.damaged
-    from tcinspect.analysis import checks, divergence
+    from tcinspect.analysis import checks
+    from tcinspect.derived.divergence import divergences
 
-    divs = divergence.divergences(rep.ranks)
+    divs = divergences(rep.ranks)
     assert [(d.compile_id, d.aspect) for d in divs] == [("0/0", "cache")]
     assert [(g.ranks, g.value) for g in divs[0].groups] == [
         # the same key as rank 3's hit: the entry was not in the missing ranks' cache directories
@@ -204,10 +206,10 @@ def test_a_directory_is_merged_with_cache_divergence(rank_dir):
 def test_compile_id_divergence_between_rank_logs(tmp_path):
     _copy(CPU / "recompile_scalar.log.gz", tmp_path / "dedicated_log_torch_trace_rank_0_a.log")
     _copy(CPU / "graph_breaks.log.gz", tmp_path / "dedicated_log_torch_trace_rank_1_a.log")
-    from tcinspect.analysis import divergence
+    from tcinspect.derived.divergence import divergences
 
     rep = torchtrace.read(tmp_path)
-    divs = divergence.divergences(rep.ranks)
+    divs = divergences(rep.ranks)
     ids = next(d for d in divs if d.aspect == "compile_ids")
     breaks = [m.compile_id for m in rep.ranks[1].compiles]
     assert [g.value for g in ids.groups] == ["2 compiles: 0/0 0/1", f"{len(breaks)} compiles: {' '.join(breaks)}"]

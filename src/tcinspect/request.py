@@ -147,8 +147,8 @@ def _files_read(rep: Report) -> str:
 
 def _warning(rep: Report) -> str:
     """What the parser did not understand, and whether the rank logs are one run's: a warning line each."""
-    from tcinspect.analysis.divergence import mixed_runs_text
     from tcinspect.analysis.parse_health import parse_warning
+    from tcinspect.derived.runs import mixed_runs_text
 
     said = [parse_warning(rep)] if rep.parse is not None and rep.parse.damaged else []
     said += [mixed_runs_text(rep.mixed_runs)] if rep.mixed_runs else []
@@ -268,7 +268,7 @@ def _resolve(request: Request) -> Obtained:
     if nproc is not None:
         from tcinspect.capturing import launcher
 
-        # the merged report; a rank's failure is in its `failure` (analysis.divergence.rank_failure)
+        # the merged report; a rank's failure is in its `failure` (parse.ranks.rank_failure)
         report = launcher.capture(request, source)
     elif request.timeout is not None or request.isolate or options.compile.dynamo_config:
         # dynamo_config is applied in the child alone (isolate._child), so that this process keeps its config

@@ -16,11 +16,11 @@ from tcinspect.analysis.divergence import (
     INFORMATIONAL_ASPECTS,
     TELLING_ASPECTS,
     break_line,
-    compile_order,
     consequence,
     describe,
     first_compile,
 )
+from tcinspect.derived.divergence import compile_order
 from tcinspect.errors import ReportFormatError, UsageError
 from tcinspect.report import OK, GraphBreak, Report, sections
 

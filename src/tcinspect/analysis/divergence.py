@@ -1,7 +1,6 @@
-"""Where the ranks of a distributed run diverge, and per-rank views (pure; no torch): one rank as a whole
-report, and the divergences between ranks' recordings (found by ``derived.divergence`` as the ranks are merged;
-its names are re-exported here). (What a failed rank means for the whole run is decided where the ranks are
-merged: tcinspect.parse.ranks.rank_failure.)"""
+"""Per-rank views of a distributed run (pure; no torch): one rank as a whole report, and what the divergences
+between ranks' recordings mean for the user (``derived.divergence`` finds them as the ranks are merged). What a
+failed rank means for the whole run is decided where the ranks are merged: ``tcinspect.parse.ranks.rank_failure``."""
 
 from __future__ import annotations
 
@@ -10,11 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from tcinspect.derived import collectives
-from tcinspect.derived.divergence import NOT_COMPILED, guard_key, masked_identity
-from tcinspect.derived.divergence import compile_order as compile_order
-from tcinspect.derived.divergence import divergences as divergences
+from tcinspect.derived.divergence import NOT_COMPILED, compile_order, guard_key, masked_identity
 from tcinspect.derived.ids import masked
-from tcinspect.derived.runs import mixed_runs_text as mixed_runs_text
 from tcinspect.report import (
     OK,
     Divergence,

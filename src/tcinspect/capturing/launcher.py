@@ -175,7 +175,7 @@ def capture(request: Request, source: Optional[ModelSource] = None) -> Report:
             job, then every rank still running is stopped. Every rank gets the request whole.
         source: the file as already read and hashed (else it is read here); every rank compiles these bytes.
 
-    A rank that failed makes the merged report's ``failure`` (analysis.divergence.rank_failure): crashed (a
+    A rank that failed makes the merged report's ``failure`` (parse.ranks.rank_failure): crashed (a
     rank crashed, hung or never started), rank_error (a rank raised) or stage (a rank's compile failed).
     """
     from tcinspect.capturing import modelfile

@@ -5,7 +5,7 @@ tries: the profiler's "TorchDynamo Cache Lookup" event, recorded by torch's C++ 
 pre-graph bytecode and the backend's runtime wrapper, up to the first ATen op. Each input set is called
 once untimed (a warm-up, then once more under the profiler), then ``runs`` rounds call every input set in turn, forward only, each call inside
 a ``record_function`` span that bounds it. The result is logged as tcinspect's own artifact on the
-structured trace (parse/guardcost.py reads it), so an isolated child's report carries it too.
+structured trace (parse/guard_cost.py reads it), so an isolated child's report carries it too.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from tcinspect.errors import UsageError
 from tcinspect.render import bench as render_bench
 from tcinspect.render import codegen as render
 from tcinspect.render.bench import bench_document
+from tcinspect.render.table import ROW_LIMIT
 from tcinspect.report import NOT_RUN, BenchRequest, CompileOptions, Report
 
 KernelOpt = Annotated[Optional[str], typer.Option(
@@ -166,7 +167,7 @@ def _show(rep: Report, kernel: Optional[str], wrapper: bool, save: Optional[Path
                                       for o in rep.stages.inductor.outputs]},
                         fmt, output, lambda: _group([render.wrapper(o) for o in rep.stages.inductor.outputs]))
         return
-    c.emit_document(codegen_document(rep), fmt, output, lambda: render.catalog(rep, None if all_rows else render.ROW_LIMIT))
+    c.emit_document(codegen_document(rep), fmt, output, lambda: render.catalog(rep, None if all_rows else ROW_LIMIT))
 
 
 def _group(parts):

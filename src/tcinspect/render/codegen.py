@@ -10,8 +10,7 @@ from rich.text import Text
 
 from tcinspect.analysis.codegen import fusion_summary
 from tcinspect.render.parts import code_panel
-from tcinspect.render.table import ROW_LIMIT as ROW_LIMIT  # re-exported: the CLI's default row limit
-from tcinspect.render.table import compact_lines, kernel_table
+from tcinspect.render.table import ROW_LIMIT, compact_lines, kernel_table
 from tcinspect.report import Kernel, OutputCode, Report
 
 

@@ -11,7 +11,7 @@ from rich.text import Text
 from tcinspect.analysis import findings
 from tcinspect.analysis.frames import frames
 from tcinspect.analysis.guards import guard_checks, guard_kinds
-from tcinspect.render import guardcost
+from tcinspect.render import guard_cost
 from tcinspect.render.findings import your_code
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph, input_name, recompiles_table
@@ -35,7 +35,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
     head.append(f" · cache entries per frame: {entries} · dynamic={rep.options.dynamic or 'auto'}")
     if any(f.limit_hit for f in fr):
         head.append(" · recompile limit hit: the frame ran eagerly after it", style="bold red")
-    cost = guardcost.header(rep)
+    cost = guard_cost.header(rep)
     if cost:
         head.append(f"\n{cost}")
     parts: list[RenderableType] = [head]
@@ -54,7 +54,7 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
         checks = [(kind, text, x) for x in g.guards for kind, text in guard_checks(x)]
         kinds = ", ".join(f"{k} {v}" for k, v in guard_kinds(g.guards))
         t = Table(title=f"{g.compile_id} · {g.function} · {len(g.guards)} guards ({kinds})"
-                        f"{guardcost.graph_clause(rep, g.compile_id)}", title_justify="left",
+                        f"{guard_cost.graph_clause(rep, g.compile_id)}", title_justify="left",
                   header_style="bold")
         t.add_column("kind")
         t.add_column("check", style="cyan")
@@ -77,5 +77,5 @@ def guards(rep: Report, all_kinds: bool = False, limit: Optional[int] = ROW_LIMI
         if hidden:
             parts.append(Text(f"  + {hidden} type / identity / bookkeeping checks (--all shows them)", style="dim"))
     parts.extend(_guards_without_graph(rep))
-    parts.extend(guardcost.parts(rep, all_kinds, limit))
+    parts.extend(guard_cost.parts(rep, all_kinds, limit))
     return Group(*parts)

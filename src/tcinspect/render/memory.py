@@ -124,7 +124,7 @@ def _bar_rows(shares: list[views.Share], limit: int = 30) -> str:
     return "".join(rows)
 
 
-def html_section(rep: Report) -> str:
+def _section_body(rep: Report) -> str:
     """The memory section of the report's page: totals, a bar per module (activations darker), saved tensors."""
     mem = rep.memory
     if mem is None:
@@ -160,6 +160,4 @@ def section_html(rep: Report) -> str:
     """Saved-for-backward bytes, a bar per module, and the measured peaks (``tcinspect memory``)."""
     if rep.memory is None:
         return ""
-    from tcinspect.render import memory
-
-    return f'<section id="memory"><h2>Memory</h2>{memory.html_section(rep)}</section>'
+    return f'<section id="memory"><h2>Memory</h2>{_section_body(rep)}</section>'

@@ -78,7 +78,7 @@ SECTIONS: tuple[Section, ...] = (
     # read with the stages (parse/fromevents.py), whose recompiles it advises
     Section("shapes", "shapes", stage="shapes",
             text="tcinspect.render.shapes:shapes", html="tcinspect.render.shapes:section_html"),
-    Section("guard_cost", "guard_cost", build="tcinspect.parse.guardcost:section", timed=("",)),
+    Section("guard_cost", "guard_cost", build="tcinspect.parse.guard_cost:section", timed=("",)),
     Section("regions", "regions", build="tcinspect.parse.regions:section", stage="regions",
             text="tcinspect.render.regions:regions", html="tcinspect.render.regions:section_html",
             timed=("regions[].*_time_s",)),

@@ -8,8 +8,9 @@ byte for byte as ``json`` writes it), ``floats`` (the floats that decide between
 (dumps/loads/load), ``schema`` (the report's JSON Schema).
 """
 
+from tcinspect.plaindata import plain
 from tcinspect.serialize.fromdict import from_dict
-from tcinspect.serialize.mapping import plain, to_dict
+from tcinspect.serialize.mapping import to_dict
 from tcinspect.serialize.rules import ADDED_TO_SCHEMA_1, OPTIONAL_SECTIONS, STAGE_STATUSES
 from tcinspect.serialize.text import FORMATS, dump_data, dumps, format_for_path, load, loads, write_atomic
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tcinspect import report as model
-from tcinspect.plaindata import plain as plain  # the one conversion (analysis uses it too)
+from tcinspect.plaindata import plain
 from tcinspect.report import sections
 
 
