@@ -13,7 +13,6 @@ from tcinspect.analysis import divergence, fixes
 from tcinspect.analysis.breaks import breaks_document, fullgraph_ok
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
-from tcinspect.errors import ExitCode
 from tcinspect.render import breaks as render
 from tcinspect.render import fixes as render_fixes
 from tcinspect.render import ranks
@@ -32,8 +31,8 @@ TryFixes = Annotated[bool, typer.Option(
 
 
 @app.command(epilog="Example: tcinspect breaks sample_models/graph_breaks.py")
-@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout nproc launcher_args rank "
-                   "strict jobs debug", backend=(c.DynamoBackendOpt, "eager"))
+@c.capture_options(f"{c.MODEL_FILE} backend dynamic no_backward fresh timeout {c.RANKS} {c.LOGS}",
+                   backend=(c.DynamoBackendOpt, "eager"))
 def breaks(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -64,9 +63,7 @@ def breaks(
 
     c.emit_document(divergence.document(rep, document), fmt, output,
                     lambda: ranks.per_rank(rep, view, divergence.breaks_key))
-    c.exit_for(rep)
-    if fullgraph and not all(fullgraph_ok(x) for _, x in divergence.per_rank(rep)):
-        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+    c.exit_for(rep, check_failed=fullgraph and not all(fullgraph_ok(x) for _, x in divergence.per_rank(rep)))
 
 
 def _tried(request: Request, rep: Report) -> tuple[fixes.FixTrial, ...]:

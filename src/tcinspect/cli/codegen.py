@@ -49,8 +49,7 @@ SortOpt = Annotated[str, typer.Option("--sort", help="--bench table order: step 
 
 @app.command(epilog="Example: tcinspect codegen sample_models/tiny.py --kernel cpp_fused; on a GPU: "
                      "tcinspect codegen sample_models/transformer_block.py --bench --sort peak")
-@c.capture_options("model_name script inputs_name device backend passes mode fullgraph dynamic no_backward fresh timeout rank "
-                   "strict jobs debug")
+@c.capture_options(f"{c.MODEL_FILE} backend passes mode fullgraph dynamic no_backward fresh timeout rank {c.LOGS}")
 def codegen(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,
@@ -131,9 +130,8 @@ def _bench_options(opts: CompileOptions, sort: str, other_view: bool) -> Compile
 
 
 def _show_bench(rep: Report, kernel: Optional[str], sort: str, fmt: str, output: Optional[Path]) -> None:
-    if rep.bench is None:
-        raise UsageError("this report has no kernel benchmark (it was not captured with --bench)",
-                         "re-run on a machine with a CUDA GPU: tcinspect codegen MODEL.py --bench")
+    c.require(rep, rep.bench, "kernel benchmark (it was not captured with --bench)",
+              "re-run on a machine with a CUDA GPU: tcinspect codegen MODEL.py --bench")
     rows = bench_rows(rep, sort)
     if kernel is not None:
         rows = [r for r in rows if fnmatch.fnmatchcase(r[1].name, kernel) or kernel in r[1].name]

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Optional, get_args
 import typer
 from rich.console import Console, RenderableType
 
-from tcinspect.errors import ReportFailedError, UsageError
+from tcinspect.errors import ExitCode, ReportFailedError, UsageError
 from tcinspect.report import CompileOptions, Report, Request
 
 EXIT_CODES_HELP = (
@@ -201,6 +201,12 @@ class Capture:
         return obtain(self.request(file, script_args, **fields), self.values["debug"] or bool(DEBUG))
 
 
+#: Named groups of the shared capture options, in their --help order: a command names the groups it takes.
+MODEL_FILE = "model_name script inputs_name device"  # which model a file defines, and where it runs
+RANKS = "nproc launcher_args rank"  # a distributed job (--nproc), or one rank of a report or log directory
+LOGS = "strict jobs debug"  # reading saved reports and TORCH_TRACE logs, and --debug
+
+
 def capture_options(names: str, **options: tuple[Any, Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Add the shared capture options ``names`` (space-separated, in their --help order) to a command, where
     its ``capture: Capture`` parameter stands; the command receives them as one ``Capture``.
@@ -335,10 +341,20 @@ def obtain(request: Request, debug: bool = False) -> Report:
     return got.report
 
 
-def exit_for(rep: Report) -> None:
-    """End the command with the report's failure, if it has one: its one line and its kind's exit code."""
+def exit_for(rep: Report, check_failed: bool = False) -> None:
+    """End the command with the report's failure, if it has one: its one line and its kind's exit code; else, where
+    the command's own check failed (``check_failed``), with exit 1."""
     if rep.failure is not None:
         raise ReportFailedError(rep.failure.kind, rep.failure.cause, rep.failure.fix)
+    if check_failed:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def require(rep: Report, present: object, what: str, fix: str) -> Report:
+    """``rep`` where it has the section the command shows (``present`` is truthy); else the one bad-input line."""
+    if not present:
+        raise UsageError(f"this report has no {what}", fix)
+    return rep
 
 
 def emit_document(data: Any, fmt: str, output: Optional[Path], table: Callable[[], RenderableType]) -> None:

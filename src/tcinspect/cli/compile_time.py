@@ -21,8 +21,7 @@ PerfettoOpt = Annotated[Optional[Path], typer.Option(
 
 @app.command("compile-time", epilog="Example: tcinspect compile-time sample_models/tiny.py --fresh --perfetto "
                                     "compile.json")
-@c.capture_options("model_name script inputs_name device backend mode dynamic no_backward fresh timeout nproc launcher_args rank "
-                   "strict jobs debug")
+@c.capture_options(f"{c.MODEL_FILE} backend mode dynamic no_backward fresh timeout {c.RANKS} {c.LOGS}")
 def compile_time(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,

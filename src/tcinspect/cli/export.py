@@ -8,8 +8,7 @@ import typer
 
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
-from tcinspect.errors import ExitCode, UsageError
-from tcinspect.report import ExportRequest, Report
+from tcinspect.report import ExportRequest
 
 #: the spelling before --strict-export (--strict means "exit 2 on what the parser did not understand" elsewhere)
 OldStrictOpt = Annotated[bool, typer.Option("--strict", hidden=True)]
@@ -40,13 +39,6 @@ def export_(
     modes = tuple(m for m, on in (("strict", strict), ("non-strict", non_strict)) if on) or ("strict", "non-strict")
     request = ExportRequest(modes, tuple(sorted(set(dynamic_dim or ()))), aoti)
     rep = capture.obtain(file, compile=capture.compile(no_backward=True), export=request)
-    c.emit(_checked(rep), fmt, output, lambda: render.exports(rep, graphs))
-    c.exit_for(rep)
-    if any(not e.ok or (e.aoti is not None and not e.aoti.ok) for e in rep.exports):
-        raise typer.Exit(int(ExitCode.CHECK_FAILED))
-
-
-def _checked(rep: Report) -> Report:
-    if not rep.exports:
-        raise UsageError("this report has no export section", "run `tcinspect export model.py`")
-    return rep
+    c.emit(c.require(rep, rep.exports, "export section", "run `tcinspect export model.py`"), fmt, output,
+           lambda: render.exports(rep, graphs))
+    c.exit_for(rep, check_failed=any(not e.ok or (e.aoti is not None and not e.aoti.ok) for e in rep.exports))

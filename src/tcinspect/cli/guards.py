@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 @app.command(epilog="Example: tcinspect guards sample_models/recompile_scalar.py --dynamic true --per-call 5")
-@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout nproc launcher_args rank "
-                   "strict jobs debug", backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
+@c.capture_options(f"{c.MODEL_FILE} backend dynamic no_backward fresh timeout {c.RANKS} {c.LOGS}",
+                   backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
 def guards(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,

@@ -15,7 +15,7 @@ FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, yaml, jso
 
 
 @app.command("memory", epilog="Example: tcinspect memory sample_models/transformer_block.py --backend aot_eager")
-@c.capture_options("model_name script inputs_name device backend mode dynamic fresh timeout rank strict debug")
+@c.capture_options(f"{c.MODEL_FILE} backend mode dynamic fresh timeout rank strict debug")
 def memory(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,

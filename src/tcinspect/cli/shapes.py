@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @app.command(epilog="Example: tcinspect shapes sample_models/shapes_loop.py --verify-spec")
-@c.capture_options("model_name script inputs_name device backend dynamic no_backward fresh timeout strict debug",
+@c.capture_options(f"{c.MODEL_FILE} backend dynamic no_backward fresh timeout strict debug",
                    backend=(c.DynamoBackendOpt, "eager"), dynamic=(c.ShortDynamicOpt, ""))
 def shapes(
     file: c.FileArg = None,

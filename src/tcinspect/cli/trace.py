@@ -34,8 +34,8 @@ GraphOpt = Annotated[Optional[list[str]], typer.Option(
 
 @app.command(epilog="Example: tcinspect trace sample_models/tiny.py --stage summary,inductor  ·  "
                     "tcinspect trace sample_models/tiny.py -o report.html")
-@c.capture_options("model_name script inputs_name device backend passes mode fullgraph dynamic no_backward fresh "
-                   "no_timings timeout nproc launcher_args rank strict jobs debug")
+@c.capture_options(f"{c.MODEL_FILE} backend passes mode fullgraph dynamic no_backward fresh no_timings timeout "
+                   f"{c.RANKS} {c.LOGS}")
 def trace(
     file: c.FileArg = None,
     script_args: c.ScriptArgs = None,

@@ -8,8 +8,7 @@ import typer
 
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
-from tcinspect.errors import ExitCode, UsageError
-from tcinspect.report import Report, VerifyRequest
+from tcinspect.report import VerifyRequest
 
 TolOpt = Optional[float]
 
@@ -42,13 +41,8 @@ def verify(
     rep = c.obtain(request, capture.debug or bool(c.DEBUG))
     if rep.verification is None:
         c.exit_for(rep)  # the capture failed before the compiled call: its own line and exit code
-    c.emit(_checked(rep), fmt, output, lambda: render.verification(rep))
-    c.exit_for(rep)
-    if rep.verification is not None and not rep.verification.ok:
-        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+    c.emit(c.require(rep, rep.verification, "verify section",
+                     "run `tcinspect verify model.py` to compare eager and compiled"), fmt, output,
+           lambda: render.verification(rep))
+    c.exit_for(rep, check_failed=rep.verification is not None and not rep.verification.ok)
 
-
-def _checked(rep: Report) -> Report:
-    if rep.verification is None:
-        raise UsageError("this report has no verify section", "run `tcinspect verify model.py` to compare eager and compiled")
-    return rep
