@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
+from helpers import render_text
 from tcinspect import serialize
 from tcinspect.analysis import checks
 from tcinspect.parse import cudagraphs
@@ -31,9 +31,7 @@ def _report(name: str, device: str = "cuda", mode: str = "reduce-overhead", kind
 
 
 def _text(rep) -> str:
-    console = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115 - a throw-away sink
-    console.print(render_cudagraphs(rep))
-    return console.export_text()
+    return render_text(render_cudagraphs(rep), 160)
 
 
 def _case_line(text: str) -> int:

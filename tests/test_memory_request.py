@@ -161,13 +161,10 @@ def test_a_warm_compile_says_why_inductor_estimated_nothing_or_where_its_estimat
     est = views.estimates(rep, rep.memory.graphs[0])
     assert [(e.part, e.peak, e.note) for e in est] == [("forward", None, views.WARM_NO_ESTIMATE),
                                                        ("backward", kept, views.WARM_KEPT)]
-    import io
 
-    from rich.console import Console
+    from helpers import render_text
 
-    console = Console(width=400, file=io.StringIO(), color_system=None)
-    console.print(render.table(rep))
-    text = " ".join(console.file.getvalue().split())
+    text = " ".join(render_text(render.table(rep), 400).split())
     assert f"Inductor's peak estimate, forward (0_forward): {views.WARM_NO_ESTIMATE}" in text
     assert f"(0_backward): 1.0 KiB [baseline 2.0 KiB, topological_sort_lpmf 1.0 KiB] {views.WARM_KEPT}" in text
     doc = views.document(rep)["graphs"][0]["inductor_estimates"]

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conformance import MODELS
-from helpers import SAMPLES, cli, run_cli
+from helpers import SAMPLES, cli, render_text, run_cli
 
 # --- script detection ------------------------------------------------------------------------
 
@@ -138,16 +138,14 @@ def test_a_pass_that_changes_the_math_still_fails_verify(capsys):
 
 
 def test_verify_shows_whole_parameter_names():
-    from rich.console import Console
 
     from tcinspect.render.extensions import tensor_table
     from tcinspect.report import TensorCheck
 
     name = "grad transformer.h.0.attn.c_attn.weight_with_a_long_suffix"
-    console = Console(record=True, width=100)
-    console.print(tensor_table([TensorCheck(name, "float32", (64, 192), 1e-7, 1e-6, 1e-4, 1e-5, True)], "t"))
+    text = render_text(tensor_table([TensorCheck(name, "float32", (64, 192), 1e-7, 1e-6, 1e-4, 1e-5, True)], "t"), 100)
     # the first column's pieces, line by line, make up the whole name (folded, not cut with "…")
-    cells = [line.split("│")[1].strip() for line in console.export_text().splitlines() if line.startswith("│")]
+    cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
     assert " ".join(cells).replace("grad ", "grad\0").replace(" ", "").replace("\0", " ") == name
 
 

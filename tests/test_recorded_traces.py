@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from helpers import DATA, cli, launched, make_report
+from helpers import DATA, cli, launched, make_report, render_text
 from tcinspect import serialize
 from tcinspect.parse import assemble, events
 from tcinspect.report import EventCount, ParseHealth, Report, Target
@@ -136,14 +136,11 @@ def test_2_15s_new_runtime_wrappers_event_is_what_the_section_catches(monkeypatc
 
 
 def test_the_summary_warns_in_one_line(tmp_path):
-    from rich.console import Console
 
     from tcinspect.render.table import summary
 
     rep = report_of("2.15.0", "tiny").replace(parse=ParseHealth((EventCount("a_new_torch_event", 2),), 1))
-    console = Console(width=300, record=True)
-    console.print(summary(rep))
-    lines = [ln for ln in console.export_text().splitlines() if ln.startswith("parse:")]
+    lines = [ln for ln in render_text(summary(rep), 300).splitlines() if ln.startswith("parse:")]
     assert lines == ["parse: 2 structured-trace events tcinspect does not know (a_new_torch_event ×2): torch "
                      f"{rep.torch_version} may record something this tcinspect does not read; 1 lines of the events "
                      "file were not a record"]

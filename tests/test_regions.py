@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from helpers import MODELS
+from helpers import MODELS, render_text
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.torch]
 
@@ -96,15 +96,12 @@ def test_nested_region_first_layer_traced_apart(nested_first_differs):
 
 
 def test_trace_and_check_state_reuse(nested_first_differs):
-    from rich.console import Console
 
     from tcinspect.analysis import checks
     from tcinspect.render.table import trace
 
     rep = nested_first_differs[0]
-    console = Console(width=200, record=True)
-    console.print(trace(rep, ["summary", "regions"]))
-    text = console.export_text()
+    text = render_text(trace(rep, ["summary", "regions"]), 200)
     assert "regions" in text and "4 calls, 2 distinct, 2 reused (50%)" in text
     assert "traced again for model.layers.1" in text
     fails = checks.check_limits("m", rep, checks.Limits(min_region_reuse=0.75))

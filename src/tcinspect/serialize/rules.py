@@ -47,8 +47,18 @@ OPTIONS_OF_SCHEMA_1 = frozenset({"backend", "mode", "fullgraph", "dynamic", "bac
 STAGE_STATUSES = (model.OK, model.FAILED, model.NOT_RUN)
 
 
+#: the keys --no-timings leaves out of a section (report/sections.py: each section's ``timed`` paths, by their last
+#: part): a report written so reads them back as their defaults. "*x" stands for every key ending in x.
+_TIMED_KEYS = frozenset(path.rsplit(".", 1)[-1] for s in sections.SECTIONS for path in s.timed if path)
+
+
+def _timed(name: str) -> bool:
+    return name.endswith("_time_s") or any(name == k or (k.startswith("*") and name.endswith(k[1:]))
+                                           for k in _TIMED_KEYS)
+
+
 def may_be_absent(tp: type, f: dataclasses.Field[Any]) -> bool:
     """Whether a saved report may lack field ``f`` of class ``tp`` (any other missing key is damage)."""
-    # *_time_s keys are left out by --no-timings and read back as 0
+    # *_time_s keys, and each section's measured values, are left out by --no-timings and read back as defaults
     return ((tp is model.Report and f.name in OPTIONAL_SECTIONS) or f"{tp.__name__}.{f.name}" in ADDED_TO_SCHEMA_1
-            or (tp is model.Options and f.name not in OPTIONS_OF_SCHEMA_1) or f.name.endswith("_time_s"))
+            or (tp is model.Options and f.name not in OPTIONS_OF_SCHEMA_1) or _timed(f.name))

@@ -36,7 +36,7 @@ def generate() -> dict[str, Any]:
     import msgspec  # development only: the generated file is shipped
 
     (_, _), defs = msgspec.json.schema_components([model.Report, model.Summary], ref_template="#/$defs/{name}")
-    classes = {c.__name__: c for c in vars(model).values() if isinstance(c, type) and dataclasses.is_dataclass(c)}
+    classes = {**_classes(model.Report), **_classes(model.Summary)}
     for name, schema in defs.items():
         cls = classes[name]
         props = schema.get("properties", {})
@@ -67,6 +67,28 @@ def generate() -> dict[str, Any]:
         "$ref": "#/$defs/Report",
         "$defs": dict(sorted(defs.items())),
     }
+
+
+def _classes(root: type) -> dict[str, type]:
+    """Every report class reachable from ``root`` through its fields' types, by name (a section's module need not
+    be named anywhere else: its field on Report reaches it)."""
+    import typing
+
+    found: dict[str, type] = {}
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ in found:
+            continue
+        found[cls.__name__] = cls
+        for tp in typing.get_type_hints(cls).values():
+            stack = [tp]
+            while stack:
+                t = stack.pop()
+                if isinstance(t, type) and dataclasses.is_dataclass(t):
+                    todo.append(t)
+                stack.extend(typing.get_args(t))
+    return found
 
 
 def text(schema: dict[str, Any]) -> str:
