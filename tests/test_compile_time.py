@@ -433,10 +433,10 @@ def test_first_trace_record_of_a_process_reaches_the_recorder():
     """torch's LazyTraceHandler removes itself while the first record is handled; the recorder still gets it."""
     code = (
         "import torch\n"
-        "from tcinspect.capturing import _compat\n"
+        "from tcinspect.capturing._compat.trace import trace_handler\n"
         "from tcinspect.capturing.engine import Recorder\n"
         "rec = Recorder()\n"
-        "with _compat.trace_handler(rec):\n"
+        "with trace_handler(rec):\n"
         "    torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))\n"
         "first = rec.events[0]\n"
         "assert (first.name, first.meta.get('name'), first.meta.get('ph')) == ('chromium_event', 'dynamo', 'B'), first\n"

@@ -64,14 +64,15 @@ class Recorder(logging.Handler):
         self._stores: dict[str, records.Store] = {}
         # resolved now: the model file may change the working directory, and the default is relative to it
         self._store_dirs = {kind: records.store_dir(kind) for kind in ("provenance", "memory", "partitions")}
-        #: under a CUDA-graph mode on a GPU: torch's partition and recording debug logs (_compat.PartitionLog)
-        self.partition_log: Optional[_compat.PartitionLog] = None
+        #: under a CUDA-graph mode on a GPU: torch's partition and recording debug logs
+        #: (_compat.cudagraphs.PartitionLog)
+        self.partition_log: Optional[_compat.cudagraphs.PartitionLog] = None
 
     def store(self, kind: records.Kind) -> records.Store:
         if kind not in self._stores:
             # Inductor's cache directory resolves when first needed (--fresh points it elsewhere first),
             # only to read records earlier versions left there
-            self._stores[kind] = records.Store(kind, self._store_dirs[kind], _compat.inductor_cache_dir())
+            self._stores[kind] = records.Store(kind, self._store_dirs[kind], _compat.caches.inductor_cache_dir())
         return self._stores[kind]
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -87,7 +88,7 @@ class Recorder(logging.Handler):
             return
         event = ev_mod.from_record(metadata, getattr(record, "payload", None), self.call)
         if event.name in shapes.WITH_FRAMES:
-            event = replace(event, meta=shapes.name_files(event.meta, _compat.interned_files()))
+            event = replace(event, meta=shapes.name_files(event.meta, _compat.trace.interned_files()))
         if event.name == "inductor_output_code":
             self._estimates(event)
         self._add(event)
@@ -128,7 +129,7 @@ class Recorder(logging.Handler):
 
     def _provenance(self, after: ev_mod.Event) -> None:
         """Log tcinspect's record of the graph whose provenance artifacts Inductor just logged."""
-        where, record = _compat.provenance_snapshot(self.module_names)
+        where, record = _compat.provenance.provenance_snapshot(self.module_names)
         store = self.store("provenance")
         if where == "compile":
             stacks = provenance.json_dict(after.payload)
@@ -187,7 +188,7 @@ class Recorder(logging.Handler):
     def _saved_modules(self, graph: ev_mod.Event) -> None:
         """Log each forward node's module; kept by the graph's text, so an AOTAutograd cache hit (no graph
         module to read) logs the same record as the compile that filled the cache."""
-        modules, note = _compat.saved_modules(self.module_names)
+        modules, note = _compat.provenance.saved_modules(self.module_names)
         store = self._memory_store()
         if not note:
             store.remember(graph.payload, {"modules": modules})
@@ -286,11 +287,11 @@ def _isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]
 
 
 def _failure(exc: BaseException, custom_backend: str = "") -> assemble.Failure:
-    root = _compat.compiler_error_root(exc)
-    stage = _compat.stage_of_exception(exc)
+    root = _compat.exceptions.compiler_error_root(exc)
+    stage = _compat.exceptions.stage_of_exception(exc)
     if isinstance(root, custom.UserTargetError):
         return assemble.Failure(stage, str(root), blame=str(root), fix=root.fix, kind="user_target")
-    if custom_backend and not _compat.raised_in_torch(root):
+    if custom_backend and not _compat.exceptions.raised_in_torch(root):
         # the user's own backend raised (not torch code it called into): their bug, like a model that
         # raises; Dynamo's stage is where it called the backend
         msg = f"--backend '{custom_backend}' raised {modelfile.describe(root)}"
@@ -322,30 +323,30 @@ class _Run:
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
-        _compat.reset_dynamo()
+        _compat.dynamo.reset_dynamo()
         # torch's counters live as long as the process (reset() leaves them): this run's are the difference
-        self.counters_before = _compat.dynamo_counters()
+        self.counters_before = _compat.dynamo.dynamo_counters()
         start = time.perf_counter()
         with contextlib.ExitStack() as stack:
             if self.fresh:
-                stack.enter_context(_compat.private_inductor_cache())
+                stack.enter_context(_compat.caches.private_inductor_cache())
             if self.quiet:
-                stack.enter_context(_compat.quiet_torch_logs())
+                stack.enter_context(_compat.trace.quiet_torch_logs())
             # torch._dynamo.config settings asked for (breaks --try-fixes), restored as the recording ends
-            stack.enter_context(_compat.dynamo_config(self.options.dynamo_config))
-            stack.enter_context(_compat.provenance_tracking(self.recorder.output_code_files))
-            stack.enter_context(_compat.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
-            stack.enter_context(_compat.trace_handler(self.recorder))
-            stack.enter_context(_compat.cudagraph_skip_log(self.recorder.cudagraph_skip))
+            stack.enter_context(_compat.dynamo.dynamo_config(self.options.dynamo_config))
+            stack.enter_context(_compat.provenance.provenance_tracking(self.recorder.output_code_files))
+            stack.enter_context(_compat.trace.inductor_memory_estimates(ev_mod.INDUCTOR_MEMORY_ARTIFACT))
+            stack.enter_context(_compat.trace.trace_handler(self.recorder))
+            stack.enter_context(_compat.cudagraphs.cudagraph_skip_log(self.recorder.cudagraph_skip))
             if self.cudagraph_steps:
                 self.recorder.partition_log = stack.enter_context(
-                    _compat.cudagraph_partition_log(self.recorder.cudagraph_recording))
+                    _compat.cudagraphs.cudagraph_partition_log(self.recorder.cudagraph_recording))
             try:
                 yield
             finally:
                 self.seconds = time.perf_counter() - start
-                self.side_table = _compat.user_kernel_table()  # reset_dynamo() clears it
-                _compat.reset_dynamo()
+                self.side_table = _compat.dynamo.user_kernel_table()  # reset_dynamo() clears it
+                _compat.dynamo.reset_dynamo()
                 self.recorder.close()
 
     def compile_kwargs(self) -> dict[str, Any]:
@@ -361,7 +362,7 @@ class _Run:
         if self.cudagraph_steps:
             # a training loop under CUDA graphs starts each step and clears the gradients (zero_grad): a
             # gradient left from the last step would be a CUDA graph output the next replay overwrites
-            _compat.cudagraph_step_begin()
+            _compat.cudagraphs.cudagraph_step_begin()
             params = getattr(fn, "parameters", None)
             for p in (params() if callable(params) else ()):
                 p.grad = None
@@ -389,7 +390,7 @@ class _Run:
                                                    self.options.verify_request or VerifyRequest())
             return True
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
-            if not _compat.is_compiler_exception(exc):
+            if not _compat.exceptions.is_compiler_exception(exc):
                 if where is not None and modelfile.raised_at_def_line(exc, where):
                     # Dynamo re-raises an error it met while tracing from the frame's entry (the `def`
                     # line): run eagerly once to name the line that raised
@@ -423,7 +424,7 @@ class _Run:
 
     def record_counters(self) -> None:
         """Log Dynamo's run counters as the capture's own calls end (before any timed or measured call)."""
-        now, before = _compat.dynamo_counters(), self.counters_before
+        now, before = _compat.dynamo.dynamo_counters(), self.counters_before
         ran = {group: {k: v - before[group].get(k, 0) for k, v in now[group].items()} for group in ("stats", "frames")}
         ran["graph_break"] = now["graph_break"] - before["graph_break"]
         self.recorder.add_artifact(ev_mod.COUNTERS_ARTIFACT, json.dumps(ran), call=-1)
@@ -464,7 +465,7 @@ class _Run:
         events = self.recorder.events
         # record_s: the handler, inside capture_s; assemble_s: events -> stages (bench/README.md)
         return report_from_events(
-            events, target=target, options=self.options, device=device, torch_version=_compat.torch_version(),
+            events, target=target, options=self.options, device=device, torch_version=_compat.version.torch_version(),
             failure=self.failure,
             side_table=self.side_table, verification=self.verification, calls=self.calls, input_errors=self.input_errors,
             timings=(("capture_s", round(self.seconds, 3)), ("record_s", round(self.recorder.seconds, 4))))
@@ -562,7 +563,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
 
         return exporting.run(model, inputs, opts, target, device, where, quiet, source)
     run = _Run(opts, fresh, quiet)
-    run.recorder.module_names = _compat.module_names(model)
+    run.recorder.module_names = _compat.provenance.module_names(model)
     if opts.verify_request is not None:
         run.reference = verify.reference(model, inputs, run.step, where)
     run.cudagraph_steps = opts.mode in cudagraphs.CUDAGRAPH_MODES and device.startswith("cuda")
@@ -570,7 +571,7 @@ def _capture_loaded(loaded: modelfile.LoadedModel, target: Target, opts: Options
     # mode each call is made CUDAGRAPH_CALLS times in a row, as a loop over these inputs would make it
     repeat = CUDAGRAPH_CALLS if run.cudagraph_steps else 1
     with run.recording():
-        compiled = _compat.compile_fn(model, **run.compile_kwargs())
+        compiled = _compat.dynamo.compile_fn(model, **run.compile_kwargs())
         for index, args in enumerate([inputs, *sets]):
             if not all(run.call(model, compiled, args, where, index) for _ in range(repeat)):
                 break
@@ -674,7 +675,8 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
         raise UsageError(f"{src.path} is run as a script ({why}): --per-call times calls of a model it cannot "
                          "repeat", "define `model` and `example_inputs`, or leave out --per-call")
     run = _Run(opts, fresh, quiet)
-    with _isolated(src.path, [str(src.path), *args]), run.recording(), _compat.counting_compiled_calls(run.script_call):
+    with _isolated(src.path, [str(src.path), *args]), run.recording(), \
+            _compat.dynamo.counting_compiled_calls(run.script_call):
         try:
             modelfile.execute(src, "__main__")
         except SystemExit as exc:
@@ -682,7 +684,7 @@ def _capture_script(src: modelfile.ModelSource, opts: Options, fresh: bool, args
                 raise ModelRaisedError(f"{src.path}: the script exited with status {exc.code!r}",
                                        "fix the script, or give its arguments after `--`") from None
         except Exception as exc:
-            if _compat.is_compiler_exception(exc):
+            if _compat.exceptions.is_compiler_exception(exc):
                 run.failure = _failure(exc)
             else:
                 raise modelfile.script_frame_error(exc, src.path) from exc
