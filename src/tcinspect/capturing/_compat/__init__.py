@@ -1,8 +1,9 @@
 """Every private torch access tcinspect makes, in one place, version by version: one module per topic.
 
 Supported: torch 2.11 (the GPU machines) to 2.15 (2.13-2.15 on the CPU machines). Each module says what it touches
-and why, each function the torch versions it handles. Nothing outside this package reaches into ``torch._*``.
-A caller names the topic: ``from tcinspect.capturing import _compat``, then ``_compat.dynamo.reset_dynamo()``.
+and why, each function the torch versions it handles. Nothing outside this package reaches into ``torch._*``
+(tests/test_layout.py checks it). A caller names the topic: ``from tcinspect.capturing import _compat``, then
+``_compat.dynamo.reset_dynamo()``.
 
 - ``trace``: the structured-trace logger the recorder listens on, tcinspect's own artifacts, torch's loggers quieted
 - ``dynamo``: torch.compile, Dynamo's reset, counters, config, frames and cache entries
