@@ -362,7 +362,7 @@ def test_the_capture_keeps_torchs_partition_log_beside_the_output_code_and_finds
 
     from tcinspect.capturing import records
     from tcinspect.capturing._compat.cudagraphs import PARTITION_LOGGER, cudagraph_partition_log
-    from tcinspect.capturing.engine import Recorder
+    from tcinspect.capturing.recorder import Recorder
     from tcinspect.parse import events as ev_mod
 
     monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path))

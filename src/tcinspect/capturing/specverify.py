@@ -21,10 +21,10 @@ def verify_spec(path: str, marks: Sequence[tuple[str, int, int, int]], *, backen
                 model_name: str = "model", inputs_name: str = "example_inputs") -> SpecCheck:
     """Run the model file's calls again, each input marked dynamic as ``marks`` (name, dim, min, max) say,
     under a counting backend; the compile count is what the spec achieves."""
-    from tcinspect.capturing import _compat, engine, modelfile
+    from tcinspect.capturing import _compat, modelfile
 
     src = modelfile.read(path, model_name, False)
-    with engine._isolated(src.path, None):
+    with modelfile.isolated(src.path, None):
         try:
             loaded = modelfile.load(src, model_name, inputs_name)
             calls = [loaded.example_inputs, *loaded.input_sets]
