@@ -13,11 +13,11 @@ import pytest
 
 import tcinspect
 from helpers import SAMPLES, cli
-from tcinspect.capturing import engine
+from tcinspect.capturing import engine, recording
 from tcinspect.errors import ExitCode, UsageError
 from tcinspect.report import BenchRequest, CompileOptions, ExportRequest, Options, VerifyRequest
 
-#: tcinspect.capturing.engine imports torch
+#: tcinspect.capturing.engine and recording import torch
 pytestmark = pytest.mark.torch
 
 #: A record with every part set: the old spelling must come out as the same report options.
@@ -30,7 +30,7 @@ EVERY_PART = Options(backend="aot_eager", mode="", fullgraph=True, dynamic="fals
 def asked(monkeypatch):
     """The options each capture was asked with, the compile itself left out (no torch.compile runs)."""
     got: list[Options] = []
-    monkeypatch.setattr(engine, "_capture_loaded", lambda loaded, target, opts, *a, **k: got.append(opts))
+    monkeypatch.setattr(recording, "capture_loaded", lambda loaded, target, opts, *a, **k: got.append(opts))
     return got
 
 

@@ -311,12 +311,13 @@ def needs_no_gpu(test):
 
 @needs_no_gpu
 def test_bench_without_a_gpu_is_one_line_before_anything_compiles(capsys, monkeypatch):
-    from tcinspect.capturing import _compat, modelfile
+    from tcinspect.capturing import modelfile
+    from tcinspect.capturing._compat import dynamo
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("compiled or loaded the model despite --bench on a CPU machine")
 
-    monkeypatch.setattr(_compat, "compile_fn", must_not_run)
+    monkeypatch.setattr(dynamo, "compile_fn", must_not_run)
     monkeypatch.setattr(modelfile, "load", must_not_run)
     code, out, err = cli(capsys, "codegen", str(SAMPLES / "tiny.py"), "--bench")
     assert code == 2 and out == ""
@@ -369,7 +370,7 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
     with its arguments, replays to the same result, and matches the report's kernel by wrapper text."""
     import torch
 
-    from tcinspect.capturing import _compat
+    from tcinspect.capturing._compat.launches import intercept_launches
     from tcinspect.capturing.engine import capture
 
     torch.manual_seed(0)
@@ -390,7 +391,7 @@ def test_intercepted_launches_are_the_wrappers_extern_calls_and_replay_the_same(
     try:
         compiled = torch.compile(_mm_relu)
         compiled(x, w)  # compile outside the interception
-        with _compat.intercept_launches(hook):
+        with intercept_launches(hook):
             out = compiled(x, w)
         x @ w  # not from a wrapper: not handed over
     finally:

@@ -224,7 +224,7 @@ def test_compile_time_answers_for_the_cache_the_users_runs_left(capsys, tmp_path
     """tcinspect cold (every look-up misses), then the user's own plain runs fill the cache: the same command is
     asked again and answers for the cache as it is now (hits), not from its report of the cold one."""
     from helpers import SAMPLES, cli
-    from tcinspect.capturing import _compat
+    from tcinspect.capturing._compat.caches import inductor_cache_dir
 
     inductor = tmp_path / "inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor))
@@ -244,7 +244,7 @@ def test_compile_time_answers_for_the_cache_the_users_runs_left(capsys, tmp_path
         warm = json.loads(out)
         states = {c["state"] for t in warm["compiles"] for c in t["caches"] if c["cache"] == "fx_graph"}
         assert states == {"hit"}
-        assert str(inductor) == _compat.inductor_cache_dir()
+        assert str(inductor) == inductor_cache_dir()
 
 
 class torch_provenance_level:

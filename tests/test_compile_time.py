@@ -431,10 +431,10 @@ def test_first_trace_record_of_a_process_reaches_the_recorder():
     """torch's LazyTraceHandler removes itself while the first record is handled; the recorder still gets it."""
     code = (
         "import torch\n"
-        "from tcinspect.capturing import _compat\n"
-        "from tcinspect.capturing.engine import Recorder\n"
+        "from tcinspect.capturing._compat.trace import trace_handler\n"
+        "from tcinspect.capturing.recorder import Recorder\n"
         "rec = Recorder()\n"
-        "with _compat.trace_handler(rec):\n"
+        "with trace_handler(rec):\n"
         "    torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))\n"
         "first = rec.events[0]\n"
         "assert (first.name, first.meta.get('name'), first.meta.get('ph')) == ('chromium_event', 'dynamo', 'B'), first\n"
@@ -444,7 +444,8 @@ def test_first_trace_record_of_a_process_reaches_the_recorder():
 
 def test_recorded_trace_gives_the_same_section(warm, tmp_path, monkeypatch):
     """A trace streamed to a file (an isolated child, a rank) reads back into the same section."""
-    from tcinspect.capturing.engine import EVENTS_FILE_ENV, capture_file
+    from tcinspect.capturing.engine import capture_file
+    from tcinspect.capturing.recorder import EVENTS_FILE_ENV
 
     path = tmp_path / "events.jsonl"
     monkeypatch.setenv(EVENTS_FILE_ENV, str(path))

@@ -358,8 +358,9 @@ def test_the_capture_keeps_torchs_partition_log_beside_the_output_code_and_finds
     output code logged next; a second run whose cache hit schedules nothing finds that record by the same code."""
     import logging
 
-    from tcinspect.capturing import _compat, records
-    from tcinspect.capturing.engine import Recorder
+    from tcinspect.capturing import records
+    from tcinspect.capturing._compat.cudagraphs import PARTITION_LOGGER, cudagraph_partition_log
+    from tcinspect.capturing.recorder import Recorder
     from tcinspect.parse import events as ev_mod
 
     monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path))
@@ -372,9 +373,9 @@ def test_the_capture_keeps_torchs_partition_log_beside_the_output_code_and_finds
 
     first = Recorder()
     seen: list[dict] = []
-    with _compat.cudagraph_partition_log(seen.append) as log:
+    with cudagraph_partition_log(seen.append) as log:
         first.partition_log = log
-        sched = logging.getLogger(_compat.PARTITION_LOGGER)
+        sched = logging.getLogger(PARTITION_LOGGER)
         for rec in (logged(sched.name, logging.DEBUG, "Created %d graph partitions: %d cudagraphable, %d non-cudagraphable",
                            3, 2, 1),
                     logged(sched.name, logging.DEBUG, "  Partition %d: %d nodes, %s, inputs=%d, outputs=%d",
@@ -398,10 +399,10 @@ def test_the_capture_keeps_torchs_partition_log_beside_the_output_code_and_finds
                                                "fx": "prims.device_put.default(addmm, cpu)",
                                                "stack": ['File "/m.py", line 7, in forward']}]
     # the loggers' levels are restored, and the debug records reached no handler of the user's
-    assert logging.getLogger(_compat.PARTITION_LOGGER).level == logging.NOTSET
+    assert logging.getLogger(PARTITION_LOGGER).level == logging.NOTSET
     records.forget_in_process()  # a new process: only the disk record remains
     second = Recorder()
-    with _compat.cudagraph_partition_log(seen.append) as log:
+    with cudagraph_partition_log(seen.append) as log:
         second.partition_log = log
         second._partitions(output)  # nothing scheduled: an FX graph cache hit
     again = [e for e in second.events if e.name == ev_mod.CUDAGRAPH_PARTITIONS_ARTIFACT]

@@ -232,6 +232,71 @@ def test_torch_free_parts_never_import_torch(part):
     assert {m: f for m, f in found.items() if f} == {}
 
 
+#: The one package that touches torch's private APIs, one module per topic (a name of torch's with a leading
+#: underscore: ``torch._dynamo``, ``torch._inductor.config``, ``torch.cuda._sleep``); each says which torch it handles.
+COMPAT = "tcinspect.capturing._compat"
+
+
+def _private_torch(tree: ast.AST) -> list[str]:
+    """The private torch names a module imports or reaches, each up to its first private part: ``import
+    torch._dynamo``, ``from torch._inductor import config``, ``from torch import _logging``, ``torch._dynamo.reset()``,
+    ``torch.cuda._sleep(n)`` (dunders such as ``torch.__version__`` are public)."""
+    def private_prefix(dotted: str) -> str:
+        parts = dotted.split(".")
+        if parts[0] != "torch":
+            return ""
+        for i, part in enumerate(parts[1:], 1):
+            if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+                return ".".join(parts[:i + 1])
+        return ""
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            chain, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name):
+                names = [".".join([value.id, *reversed(chain)])]
+        found.update(filter(None, map(private_prefix, names)))
+    return sorted(found)
+
+
+def test_private_torch_is_touched_only_in_compat():
+    outside = {name: _private_torch(_tree(path)) for path in PACKAGE.rglob("*.py")
+               if (name := _module_name(path)) != COMPAT and not name.startswith(COMPAT + ".")}
+    assert {name: found for name, found in outside.items() if found} == {}
+    # the check looks where they are: _compat's topics reach them
+    assert "torch._dynamo" in _private_torch(_tree(PACKAGE / "capturing" / "_compat" / "dynamo.py"))
+
+
+def test_the_private_torch_check_finds_each_way_in():
+    # the check above must be able to fail: an import, a from-import of a private module or name, an attribute
+    tree = ast.parse("import torch._dynamo\nfrom torch._inductor import config\nfrom torch import _logging\n"
+                     "from torch.cuda import _sleep\nimport torch\ntorch._functorch.config.patch()\n"
+                     "torch.compile(f)\nv = torch.__version__\n")
+    assert _private_torch(tree) == ["torch._dynamo", "torch._functorch", "torch._inductor", "torch._logging",
+                                    "torch.cuda._sleep"]
+
+
+def test_compat_is_its_topics_and_re_exports_nothing():
+    """A caller names the topic (``_compat.dynamo.reset_dynamo()``): the package's __init__ binds its topic modules
+    and nothing else."""
+    init = PACKAGE / "capturing" / "_compat" / "__init__.py"
+    topics = sorted(p.stem for p in init.parent.glob("*.py") if p.name != "__init__.py")
+    body = _tree(init).body
+    bound = sorted(a.asname or a.name for node in body if isinstance(node, (ast.Import, ast.ImportFrom))
+                   for a in node.names)
+    defined = [node for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    assert bound == topics and defined == []
+
+
 def test_parse_runs_without_torch(tmp_path):
     """Importing every parse module and building a report from recorded events leaves torch unimported."""
     trace = Path(__file__).parent / "data" / "cpu-traces" / "2.13.0" / "graph_breaks.jsonl.gz"

@@ -128,7 +128,7 @@ def test_a_capture_not_asked_to_measure_runs_the_model_as_often_as_a_plain_run(m
     apart, by the report saying it measured one."""
     import torch
 
-    from tcinspect.capturing import engine, memory
+    from tcinspect.capturing import engine, memory, recording
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
@@ -139,7 +139,7 @@ def test_a_capture_not_asked_to_measure_runs_the_model_as_often_as_a_plain_run(m
     coverage_call = 1 if plain.coverage.runtime.not_measured == "" else 0
     assert plain.ok and len(steps) == 1 + coverage_call
     steps.clear()
-    monkeypatch.setattr(engine, "_device_of", lambda *a: "cuda")
+    monkeypatch.setattr(recording, "device_of", lambda *a: "cuda")
     rep = engine.capture(model, x, compile=CompileOptions(backend="aot_eager"), quiet=True)
     coverage_call = 1 if rep.coverage.runtime.not_measured == "" else 0
     assert rep.ok and rep.device == "cuda" and len(steps) == 1 + coverage_call

@@ -250,18 +250,18 @@ def test_reorderable_logging_does_not_fix_a_print_of_a_shape_in_nanogpt(capsys):
 def test_a_setting_is_applied_for_its_capture_alone_and_an_unknown_one_is_refused():
     import torch
 
-    from tcinspect.capturing import _compat
+    from tcinspect.capturing._compat.dynamo import dynamo_config
     from tcinspect.errors import DynamoConfigError
 
     config = torch._dynamo.config
     was = (config.capture_scalar_outputs, set(config.reorderable_logging_functions))
-    with _compat.dynamo_config(["capture_scalar_outputs=True", "reorderable_logging_functions=print,warnings.warn"]):
+    with dynamo_config(["capture_scalar_outputs=True", "reorderable_logging_functions=print,warnings.warn"]):
         assert config.capture_scalar_outputs is True
         assert {print, __import__("warnings").warn} <= config.reorderable_logging_functions
     assert (config.capture_scalar_outputs, config.reorderable_logging_functions) == was
     for bad in ("no_such_setting_here=True", "capture_scalar_outputs=maybe", "capture_scalar_outputs",
                 "reorderable_logging_functions=no_module_here.f"):
-        with pytest.raises(DynamoConfigError), _compat.dynamo_config([bad]):
+        with pytest.raises(DynamoConfigError), dynamo_config([bad]):
             pass
 
 

@@ -103,7 +103,7 @@ def record(name: str, device: str, out: Path) -> None:
     import torch._inductor.debug as dbg
     from torch._logging import _internal
 
-    from tcinspect.capturing import engine
+    from tcinspect.capturing import engine, recorder
     from tcinspect.parse import provenance
     from tcinspect.report import CompileOptions
 
@@ -123,14 +123,14 @@ def record(name: str, device: str, out: Path) -> None:
     stem = f"provenance-{name}-torch{ver}-{device}"
     with tempfile.TemporaryDirectory() as tmp:
         events_file = os.path.join(tmp, "events.jsonl")
-        os.environ[engine.EVENTS_FILE_ENV] = events_file
+        os.environ[recorder.EVENTS_FILE_ENV] = events_file
         _internal.trace_log.addHandler(spy)
         try:
             rep = engine.capture(model, *inputs, compile=CompileOptions(mode=extra.get("mode", "")), fresh=True,
                                  quiet=True)
         finally:
             _internal.trace_log.removeHandler(spy)
-            os.environ.pop(engine.EVENTS_FILE_ENV, None)
+            os.environ.pop(recorder.EVENTS_FILE_ENV, None)
             for mod, fn in originals:
                 mod.set_kernel_post_grad_provenance_tracing = fn
         cwd = os.getcwd() + os.sep

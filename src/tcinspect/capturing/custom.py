@@ -81,8 +81,9 @@ def load_callable(spec: str, option: str) -> Callable[..., Any]:
 
 def check_backend_name(name: str) -> None:
     """A plain --backend must be a name torch.compile knows (after the model file registered its own)."""
-    if name not in _compat.registered_backends():
-        raise UsageError(f"unknown backend '{name}' (registered: {', '.join(_compat.registered_backends(False))})",
+    if name not in _compat.dynamo.registered_backends():
+        known = ", ".join(_compat.dynamo.registered_backends(False))
+        raise UsageError(f"unknown backend '{name}' (registered: {known})",
                          "use a registered name, or give --backend module:callable / file.py:callable")
 
 
@@ -101,7 +102,7 @@ def recording_backend(spec: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """The user's backend, logging the example inputs Dynamo hands it first."""
 
     def backend(gm: Any, example_inputs: Sequence[Any]) -> Any:
-        _compat.log_artifact(BACKEND_INPUTS_ARTIFACT, json.dumps([describe_input(v) for v in example_inputs]))
+        _compat.trace.log_artifact(BACKEND_INPUTS_ARTIFACT, json.dumps([describe_input(v) for v in example_inputs]))
         return fn(gm, example_inputs)
 
     backend.__name__ = f"tcinspect[{spec}]"
@@ -174,11 +175,12 @@ def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]],
     ``for_inductor``: the graph then goes to Inductor, which has no lowering for the ops it decomposes before
     AOTAutograd (aten.silu, aten.gelu, aten.hardsigmoid, ...). An op of those that a pass puts back is named in that
     pass's record (``decomposed``), and after the last pass each is decomposed with Inductor's own table
-    (``_compat.decompose_for_inductor``), as Inductor's pattern replacements are; Inductor would fail on it otherwise.
+    (``_compat.backends.decompose_for_inductor``), as Inductor's pattern replacements are; Inductor would fail on it
+    otherwise.
     """
 
     def apply(gm: Any, part: str) -> Any:
-        unlowerable = _compat.unlowerable_ops(gm) if for_inductor else []
+        unlowerable = _compat.backends.unlowerable_ops(gm) if for_inductor else []
         for spec, fn in passes:
             before = snapshot(gm)
             record: dict[str, Any] = {"name": spec, "graph": part, "nodes_before": len(before)}
@@ -186,12 +188,12 @@ def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]],
                 out = fn(gm)
             except Exception as exc:  # reported as the pass's fault, with the report so far
                 record.update(nodes_after=len(before), error=f"raised {type(exc).__name__}: {exc}")
-                _compat.log_artifact(PASS_ARTIFACT, json.dumps(record))
+                _compat.trace.log_artifact(PASS_ARTIFACT, json.dumps(record))
                 raise UserTargetError(f"--pass '{spec}' raised {type(exc).__name__}: {exc}",
                                       "fix the pass (--debug shows the traceback)") from exc
-            if not _compat.is_graph_module(out):
+            if not _compat.backends.is_graph_module(out):
                 record.update(nodes_after=len(before), error=f"returned {type(out).__name__}, not a GraphModule")
-                _compat.log_artifact(PASS_ARTIFACT, json.dumps(record))
+                _compat.trace.log_artifact(PASS_ARTIFACT, json.dumps(record))
                 raise UserTargetError(f"--pass '{spec}' returned {type(out).__name__}, not a GraphModule",
                                       "return the GraphModule (call gm.recompile() after editing gm.graph)")
             lint = "ok"
@@ -203,17 +205,17 @@ def pass_pipeline(passes: Sequence[tuple[str, Callable[..., Any]]],
             record.update(nodes_after=len(after), lint=lint,
                           changes=[list(c) for c in graph_changes(before, after)])
             if for_inductor and lint == "ok":
-                added = [op for op in _compat.unlowerable_ops(out) if op not in unlowerable]
+                added = [op for op in _compat.backends.unlowerable_ops(out) if op not in unlowerable]
                 if added:
                     record["decomposed"] = added
                     unlowerable.extend(added)
-            _compat.log_artifact(PASS_ARTIFACT, json.dumps(record))
+            _compat.trace.log_artifact(PASS_ARTIFACT, json.dumps(record))
             if lint != "ok":
                 raise UserTargetError(f"--pass '{spec}' left a graph that fails graph.lint(): {lint}",
                                       "fix the pass (erase nodes only after replace_all_uses_with)")
             out.recompile()
             gm = out
-        return _compat.decompose_for_inductor(gm, unlowerable) if unlowerable else gm
+        return _compat.backends.decompose_for_inductor(gm, unlowerable) if unlowerable else gm
 
     return apply
 
@@ -234,8 +236,8 @@ def build_backend(backend: str, passes: Sequence[str]) -> tuple[Any, Optional[st
     if pipeline is None:
         return backend, None
     if backend == "inductor":
-        return _compat.inductor_with_inner(pipeline), None
+        return _compat.backends.inductor_with_inner(pipeline), None
     if backend == "aot_eager":
-        return _compat.aot_eager_with_inner(pipeline), None
+        return _compat.backends.aot_eager_with_inner(pipeline), None
     raise UsageError(f"--pass needs an ATen graph, and backend '{backend}' makes none",
                      f"use --backend {' or '.join(PASS_BACKENDS)} with --pass")

@@ -138,8 +138,8 @@ def _aoti(ep: Any, module: Any, inputs: Call, mode: str, options: Options) -> Ao
     with tempfile.TemporaryDirectory(prefix="tcinspect-aoti-") as tmp:
         package = Path(tmp) / f"model-{mode}.pt2"
         try:
-            _compat.aoti_compile_and_package(ep, str(package))
-            runner = _compat.aoti_load_package(str(package))
+            _compat.backends.aoti_compile_and_package(ep, str(package))
+            runner = _compat.backends.aoti_load_package(str(package))
             with torch.no_grad():
                 got = inputs(runner)
                 expected = inputs(module)
@@ -246,7 +246,7 @@ def export_one(model: Any, inputs: Call, mode: str, options: Options, where: Opt
     except Exception as exc:  # noqa: BLE001 - the failure is the answer for this mode
         return ExportRun(mode, False, _one_line(exc), _user_frame(exc, where), dynamic_shapes=spec)
     finally:
-        _compat.reset_dynamo()
+        _compat.dynamo.reset_dynamo()
     code = ep.graph_module.print_readable(print_output=False, include_stride=True, include_device=True)
     graph = parse_graph("exported_program", "\n".join(ln.rstrip() for ln in code.strip("\n").splitlines()) + "\n")
     aoti = None
@@ -270,12 +270,12 @@ def run(model: Any, inputs: Call, options: Options, target: Target, device: str,
             raise UsageError(f"unknown export mode '{mode}'", "use strict or non-strict")
     with contextlib.ExitStack() as stack:
         if quiet:
-            stack.enter_context(_compat.quiet_torch_logs())
-        _compat.reset_dynamo()
+            stack.enter_context(_compat.trace.quiet_torch_logs())
+        _compat.dynamo.reset_dynamo()
         runs = tuple(export_one(model, inputs, mode, options, where, target, source) for mode in options.export)
     stages = Stages(DynamoStage(NOT_RUN, _NOT_COMPILED), AotStage(NOT_RUN, _NOT_COMPILED),
                     InductorStage(NOT_RUN, _NOT_COMPILED))
-    return Report(torch_version=_compat.torch_version(), device=device, target=target, options=options,
+    return Report(torch_version=_compat.version.torch_version(), device=device, target=target, options=options,
                   stages=stages, exports=runs, tcinspect_version=__version__)
 
 

@@ -1,7 +1,7 @@
 """`codegen --bench`: time every kernel one compiled call launches on a CUDA GPU, and place it on the roofline.
 
 One more call of the compiled model (forward, and backward when the capture ran it) runs with
-every kernel launch an Inductor wrapper makes intercepted (``_compat.intercept_launches``). Each
+every kernel launch an Inductor wrapper makes intercepted (``_compat.launches.intercept_launches``). Each
 launch's tensor arguments are copied (views keep their storage layout), the kernel is replayed on
 the copies — a few warm-up launches, then ``runs`` launches, each between two CUDA events, after
 an L2 flush and a GPU hold long enough for the launch to be queued first — and the real launch
@@ -78,7 +78,7 @@ class Flush:
         from tcinspect.capturing import _compat
 
         self.buffer.zero_()
-        _compat.gpu_sleep(hold_us * self.clock_khz / 1e3)
+        _compat.launches.gpu_sleep(hold_us * self.clock_khz / 1e3)
 
 
 def time_launch(fn: Callable[[], Any], runs: int, flush: Optional[Flush] = None, warmup: int = WARMUP) -> list[float]:
@@ -389,7 +389,7 @@ def measure(model: Callable[..., Any], compiled: Callable[..., Any], inputs: Cal
     overhead_us = _timing_overhead(device, runs, flush)
     timer = _Timer(runs, flush)
     torch.cuda.synchronize(device)
-    with _compat.intercept_launches(timer):
+    with _compat.launches.intercept_launches(timer):
         step(compiled, inputs)
     torch.cuda.synchronize(device)
     del flush

@@ -128,7 +128,7 @@ def locate_model(model: Any, inputs: modelfile.Call, backend: str, passes: Seque
                 loss.backward()
         return out
 
-    names = _compat.module_names(model)
+    names = _compat.provenance.module_names(model)
     custom_target = custom.is_target(backend)
     graphs: list[_Graph] = []
     if custom_target or backend in ("aot_eager", "inductor") or passes:
@@ -155,12 +155,12 @@ def locate_model(model: Any, inputs: modelfile.Call, backend: str, passes: Seque
         twin, call = _copy(model), verify._clone(inputs)
         with_passes = stage in custom.PASS_BACKENDS and bool(passes)
         compiled_with, _ = custom.build_backend(stage, passes if with_passes else ())
-        _compat.reset_dynamo()
+        _compat.dynamo.reset_dynamo()
         try:
-            out = step(_compat.compile_fn(twin, backend=compiled_with), call)
+            out = step(_compat.dynamo.compile_fn(twin, backend=compiled_with), call)
             v = verify.compare(ref, out, call, twin, request)
         finally:
-            _compat.reset_dynamo()
+            _compat.dynamo.reset_dynamo()
         bad = [c.name for c in v.tensors if not c.ok]
         search.add(stage + ("".join(f" --pass {p}" for p in passes) if with_passes else ""), v.ok, began,
                    v.error or (f"{', '.join(bad)} mismatched" if bad else "matches eager"))
@@ -191,24 +191,24 @@ def _bisect(found: FirstDivergence, model: Any, inputs: modelfile.Call, ref: Any
     # the user's passes run under the bisector's inductor runs where torch can keep a custom backend
     compiled_with, _ = custom.build_backend("inductor", passes) if passes else ("inductor", None)
 
-    def run(tried: _compat.BisectRun) -> bool:
+    def run(tried: _compat.bisector.BisectRun) -> bool:
         if search.left() <= 0:
             raise _Spent
         twin, call = _copy(model), verify._clone(inputs)
-        _compat.reset_dynamo()
+        _compat.dynamo.reset_dynamo()
         try:
-            ok = verify.compare(ref, step(_compat.compile_fn(twin, backend=compiled_with), call), call, twin,
+            ok = verify.compare(ref, step(_compat.dynamo.compile_fn(twin, backend=compiled_with), call), call, twin,
                                 request).ok
         except Exception:  # noqa: BLE001 - a run that raises under what the bisector disabled fails, as in torch's tests
             ok = False
         finally:
-            _compat.reset_dynamo()
+            _compat.dynamo.reset_dynamo()
         runs.append(ok)
         return ok
 
     what = "torch's CompilerBisector (its backends, then the failing one's subsystems)"
     try:
-        result, _ = _compat.compiler_bisect(run, keep_custom_backend=bool(passes))
+        result, _ = _compat.bisector.compiler_bisect(run, keep_custom_backend=bool(passes))
     except _Spent:
         search.add(what + " (stopped)", False, began, f"{len(runs)} runs before the time budget was spent")
         return found
@@ -228,11 +228,11 @@ def _bisect(found: FirstDivergence, model: Any, inputs: modelfile.Call, ref: Any
             node = next((n for n in g.after.graph.nodes if n.name == result.debug_info), None)
             if node is not None:
                 return replace(found, graph=g.name, node=node.name, op=_op(node), line=_line(node),
-                               module=_compat.module_path(node.meta.get("nn_module_stack"), names))
+                               module=_compat.provenance.module_path(node.meta.get("nn_module_stack"), names))
     return found
 
 
-def _bisected(b: _compat.Bisection) -> str:
+def _bisected(b: _compat.bisector.Bisection) -> str:
     """torch's CompilerBisector's answer in words."""
     if not b.subsystem:
         return f"the issue is in {b.backend}, in no subsystem it can disable"
@@ -288,12 +288,12 @@ def _record(model: Any, inputs: modelfile.Call, backend: str, passes: Sequence[s
             index = count[part]
             count[part] += 1
             return keep(f"aot_{part}_graph {index}", before, after, after)
-        compiled_with = _compat.aot_eager_with_inner(inner)
-    _compat.reset_dynamo()
+        compiled_with = _compat.backends.aot_eager_with_inner(inner)
+    _compat.dynamo.reset_dynamo()
     try:
-        step(_compat.compile_fn(_copy(model), backend=compiled_with), verify._clone(inputs))
+        step(_compat.dynamo.compile_fn(_copy(model), backend=compiled_with), verify._clone(inputs))
     finally:
-        _compat.reset_dynamo()
+        _compat.dynamo.reset_dynamo()
     return graphs
 
 
@@ -358,7 +358,7 @@ def _first_node(graphs: Sequence[_Graph], request: VerifyRequest, names: dict[st
                     rmse = verify._rmse(t.detach().cpu(), expected.detach().cpu())
                 where, note = _cause(n, before)
                 return FirstDivergence(graph=g.name, node=where.name, op=_op(where), line=_line(where),
-                                       module=_compat.module_path(where.meta.get("nn_module_stack"), names),
+                                       module=_compat.provenance.module_path(where.meta.get("nn_module_stack"), names),
                                        max_abs=c.max_abs_error, rmse=rmse, note=note), \
                     f"{name} in {g.name} departs"
     return None, f"{len(ran)} graphs, no node departs"

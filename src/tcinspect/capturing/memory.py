@@ -55,7 +55,7 @@ def step_peak(fn: Callable[..., Any], model: Any, inputs: Any, new_step: bool = 
     if new_step:
         from tcinspect.capturing import _compat
 
-        _compat.cudagraph_step_begin()
+        _compat.cudagraphs.cudagraph_step_begin()
     _drop_grads(model, inputs)
     # CUDA tensors an earlier step or the compile left in reference cycles are freed now, not by a collection
     # that happens to run inside the step (it would lower the step's rise by their bytes in some runs only)

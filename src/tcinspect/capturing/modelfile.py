@@ -8,12 +8,13 @@ is a script: it runs as ``__main__`` and everything it compiles is recorded.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
 import sys
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -227,6 +228,44 @@ def module_name(src: ModelSource) -> str:
 
 def unload(src: ModelSource) -> None:
     sys.modules.pop(module_name(src), None)
+
+
+@contextlib.contextmanager
+def isolated(path: Optional[Path], argv: Optional[list[str]]) -> Iterator[None]:
+    """Restore cwd, sys.argv and sys.path after user code ran (it may change any of them), and forget
+    the modules it imported from beside the model file: a later capture in this process (a library
+    user's, a test's) imports them again, as edited since, and never compiles yesterday's code."""
+    cwd = os.getcwd()
+    old_argv = list(sys.argv)
+    old_path = list(sys.path)
+    home = str(path.resolve().parent) + os.sep if path is not None else ""
+    # a module of the same name imported earlier from elsewhere (another project captured in this
+    # process) would shadow the one beside this file: set it aside for the capture, put it back after
+    shadowed = {}
+    if home:
+        for name, mod in list(sys.modules.items()):
+            top = name.split(".")[0]
+            if os.path.isdir(home + top) or os.path.isfile(home + top + ".py"):
+                file = getattr(mod, "__file__", None) or ""
+                if not os.path.realpath(file).startswith(home):
+                    shadowed[name] = sys.modules.pop(name)
+    old_modules = set(sys.modules)
+    if path is not None:
+        sys.path.insert(0, home.rstrip(os.sep))
+    if argv is not None:
+        sys.argv = argv
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        sys.argv = old_argv
+        sys.path[:] = old_path
+        for name in set(sys.modules) - old_modules if home else ():
+            file = getattr(sys.modules.get(name), "__file__", None) or ""
+            if os.path.realpath(file).startswith(home):
+                sys.modules.pop(name, None)
+        for name, mod in shadowed.items():
+            sys.modules.setdefault(name, mod)
 
 
 def load(src: ModelSource, model_name: str = "model", inputs_name: str = "example_inputs",

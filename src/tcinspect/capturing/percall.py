@@ -37,7 +37,7 @@ TRACE_ENV = "TCINSPECT_PER_CALL_TRACE"
 def _orders() -> dict[str, list[str]]:
     """Each frame's cache entries, front first, keyed by the frame id of their compile ids."""
     out = {}
-    for _code, ids in _compat.frame_cache_entries():
+    for _code, ids in _compat.dynamo.frame_cache_entries():
         if ids and ids[0]:
             out[ids[0].split("/")[0]] = ids
     return out
@@ -116,12 +116,12 @@ def _calls(events: Any, orders: list[dict[str, list[str]]]) -> list[dict[str, An
 
 def _frames() -> list[dict[str, Any]]:
     return [{"function": code.co_name, "file": code.co_filename, "line": code.co_firstlineno, "compile_ids": ids}
-            for code, ids in _compat.frame_cache_entries()]
+            for code, ids in _compat.dynamo.frame_cache_entries()]
 
 
 def log(record: dict[str, Any]) -> None:
     """Put the record on the structured trace, where the recorder keeps it with the compile's events."""
-    _compat.log_artifact(PER_CALL_ARTIFACT, json.dumps(record))
+    _compat.trace.log_artifact(PER_CALL_ARTIFACT, json.dumps(record))
 
 
 def not_measured(runs: int, why: str) -> dict[str, Any]:

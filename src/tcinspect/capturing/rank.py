@@ -38,7 +38,8 @@ def main() -> int:
     # chain=True: after the dump, SIGTERM still ends the rank as torchrun expects
     faulthandler.register(signal.SIGTERM, stopped, all_threads=True, chain=True)
 
-    from tcinspect.capturing.engine import EVENTS_FILE_ENV, capture_file
+    from tcinspect.capturing.engine import capture_file
+    from tcinspect.capturing.recorder import EVENTS_FILE_ENV
 
     os.environ[EVENTS_FILE_ENV] = str(files.events)
     code = 1

@@ -81,7 +81,7 @@ def _measure(compiled: Callable[..., Any], inputs: modelfile.Call, step: Callabl
     cuda = (device or _device_of(model, inputs)).startswith("cuda") and torch.cuda.is_available()
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     places = _Places(torch_dir=os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
-                     generated_dir=os.path.abspath(_compat.inductor_cache_dir()) + os.sep)
+                     generated_dir=os.path.abspath(_compat.caches.inductor_cache_dir()) + os.sep)
     before = _compile_ids()
     with _state_kept(model, inputs, cuda):
         try:
@@ -92,7 +92,7 @@ def _measure(compiled: Callable[..., Any], inputs: modelfile.Call, step: Callabl
                 if cuda:
                     torch.cuda.synchronize()
         except Exception as exc:
-            if _compat.refused_to_compile(exc):
+            if _compat.exceptions.refused_to_compile(exc):
                 return {"not_measured": "one more call of the compiled model would compile again (a guard failed), "
                                         "and a compile's ops are not the model's"}
             raise
@@ -101,7 +101,7 @@ def _measure(compiled: Callable[..., Any], inputs: modelfile.Call, step: Callabl
         return {"not_measured": f"the measured call compiled again ({', '.join(compiled_now)}), and a compile's "
                                 "ops are not the model's"}
     device_us = _device_times(prof) if cuda else None
-    return record(_compat.profiled_events(prof), places, device_us, _compat.module_names(model))
+    return record(_compat.profiler.profiled_events(prof), places, device_us, _compat.provenance.module_names(model))
 
 
 def _device_of(model: Any, inputs: modelfile.Call) -> str:
@@ -117,7 +117,7 @@ def _device_of(model: Any, inputs: modelfile.Call) -> str:
 
 
 def _compile_ids() -> set[str]:
-    return {cid for _code, ids in _compat.frame_cache_entries() for cid in ids}
+    return {cid for _code, ids in _compat.dynamo.frame_cache_entries() for cid in ids}
 
 
 @contextlib.contextmanager
@@ -227,14 +227,14 @@ class _Island:
     modules: list[str] = field(default_factory=list)
 
 
-def record(roots: list[_compat.ProfiledEvent], places: _Places, device_us: Optional[dict[int, float]] = None,
+def record(roots: list[_compat.profiler.ProfiledEvent], places: _Places, device_us: Optional[dict[int, float]] = None,
            module_names: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """The runtime-coverage record of one profiled call (parse/coverage.py ``_runtime`` reads it): top-level ATen
     ops compiled and eager, their time (µs: CPU wall time, or device time where ``device_us`` is given), and the
     eager ones by user line, costliest first."""
     names = module_names or {}
 
-    def cost(event: _compat.ProfiledEvent) -> float:
+    def cost(event: _compat.profiler.ProfiledEvent) -> float:
         if device_us is not None:
             return device_us.get(event.correlation_id, 0.0)
         return (event.end_ns - event.start_ns) / 1000.0
@@ -295,7 +295,7 @@ def _island_record(island: _Island) -> dict[str, Any]:
             "module": ", ".join(island.modules)}
 
 
-def _walk(roots: list[_compat.ProfiledEvent]) -> Iterator[_compat.ProfiledEvent]:
+def _walk(roots: list[_compat.profiler.ProfiledEvent]) -> Iterator[_compat.profiler.ProfiledEvent]:
     todo = list(reversed(roots))
     while todo:
         event = todo.pop()
@@ -303,31 +303,31 @@ def _walk(roots: list[_compat.ProfiledEvent]) -> Iterator[_compat.ProfiledEvent]
         todo.extend(reversed(event.children))
 
 
-def _ancestors(event: _compat.ProfiledEvent) -> Iterator[_compat.ProfiledEvent]:
+def _ancestors(event: _compat.profiler.ProfiledEvent) -> Iterator[_compat.profiler.ProfiledEvent]:
     node = event.parent
     while node is not None:
         yield node
         node = node.parent
 
 
-def _under_aten(event: _compat.ProfiledEvent) -> bool:
+def _under_aten(event: _compat.profiler.ProfiledEvent) -> bool:
     return any(a.kind == "op" and a.name.startswith("aten::") for a in _ancestors(event))
 
 
-def _is_compiled_container(event: _compat.ProfiledEvent) -> bool:
+def _is_compiled_container(event: _compat.profiler.ProfiledEvent) -> bool:
     return event.kind == "op" and event.name.startswith((REGION_PREFIX, COMPILED_BACKWARD_PREFIX))
 
 
-def _backward_node(op: _compat.ProfiledEvent) -> _compat.ProfiledEvent:
+def _backward_node(op: _compat.profiler.ProfiledEvent) -> _compat.profiler.ProfiledEvent:
     return next(a for a in _ancestors(op) if a.kind == "op" and a.name.startswith(BACKWARD_NODE_PREFIX))
 
 
-def _place(op: _compat.ProfiledEvent, places: _Places) -> tuple[str, Optional[Frame], int]:
+def _place(op: _compat.profiler.ProfiledEvent, places: _Places) -> tuple[str, Optional[Frame], int]:
     """Where a top-level op ran: ("compiled", None, 0), ("eager", its line, the id of the module whose forward has
     that line, or 0), ("backward", None, 0) for an eager backward node's op with no line of its own, or ("outside",
     None, 0) for an op the model did not run (tcinspect's)."""
-    user: Optional[tuple[Frame, Optional[_compat.ProfiledEvent]]] = None
-    package: Optional[tuple[Frame, Optional[_compat.ProfiledEvent]]] = None
+    user: Optional[tuple[Frame, Optional[_compat.profiler.ProfiledEvent]]] = None
+    package: Optional[tuple[Frame, Optional[_compat.profiler.ProfiledEvent]]] = None
     compiler = False
     below = op
     first_call = True
@@ -341,7 +341,7 @@ def _place(op: _compat.ProfiledEvent, places: _Places) -> tuple[str, Optional[Fr
             if event.name.startswith(BACKWARD_NODE_PREFIX) and user is None:
                 return "backward", None, 0
         elif event.kind == "py":
-            frames: list[tuple[Frame, Optional[_compat.ProfiledEvent]]] = []
+            frames: list[tuple[Frame, Optional[_compat.profiler.ProfiledEvent]]] = []
             if first_call and event.callsite is not None:
                 # a Python function runs the op itself (an operator: x + y): the function's own frame comes first
                 line = span_line or _nearest_call_line(event, below)
@@ -363,14 +363,14 @@ def _place(op: _compat.ProfiledEvent, places: _Places) -> tuple[str, Optional[Fr
     return _eager(user or package)
 
 
-def _eager(found: Optional[tuple[Frame, Optional[_compat.ProfiledEvent]]]) -> tuple[str, Optional[Frame], int]:
+def _eager(found: Optional[tuple[Frame, Optional[_compat.profiler.ProfiledEvent]]]) -> tuple[str, Optional[Frame], int]:
     if found is None:
         return "outside", None, 0
     frame, frame_event = found
     return "eager", frame, _module_of(frame_event)
 
 
-def _module_of(frame_event: Optional[_compat.ProfiledEvent]) -> int:
+def _module_of(frame_event: Optional[_compat.profiler.ProfiledEvent]) -> int:
     """The id of the nn.Module whose call holds a frame: the innermost module call around the frame's own event."""
     node = frame_event
     while node is not None:
@@ -380,7 +380,7 @@ def _module_of(frame_event: Optional[_compat.ProfiledEvent]) -> int:
     return 0
 
 
-def _nearest_call_line(frame_event: _compat.ProfiledEvent, below: _compat.ProfiledEvent) -> int:
+def _nearest_call_line(frame_event: _compat.profiler.ProfiledEvent, below: _compat.profiler.ProfiledEvent) -> int:
     """Where no line span says it, the line of a frame at an op its own code ran with no call (an operator): the
     line of the frame's nearest call before the op, else after it, else the function's first line."""
     children = frame_event.children

@@ -21,28 +21,28 @@ def verify_spec(path: str, marks: Sequence[tuple[str, int, int, int]], *, backen
                 model_name: str = "model", inputs_name: str = "example_inputs") -> SpecCheck:
     """Run the model file's calls again, each input marked dynamic as ``marks`` (name, dim, min, max) say,
     under a counting backend; the compile count is what the spec achieves."""
-    from tcinspect.capturing import _compat, engine, modelfile
+    from tcinspect.capturing import _compat, modelfile
 
     src = modelfile.read(path, model_name, False)
-    with engine._isolated(src.path, None):
+    with modelfile.isolated(src.path, None):
         try:
             loaded = modelfile.load(src, model_name, inputs_name)
             calls = [loaded.example_inputs, *loaded.input_sets]
             names = input_names(loaded.model, len(loaded.example_inputs), follow_wrapped=False)
-            counter = _compat.compile_counter(backend)
-            _compat.reset_dynamo()
+            counter = _compat.dynamo.compile_counter(backend)
+            _compat.dynamo.reset_dynamo()
             try:
-                compiled = _compat.compile_fn(loaded.model, backend=counter)
+                compiled = _compat.dynamo.compile_fn(loaded.model, backend=counter)
                 for args in calls:
                     for name, dim, low, high in marks:
                         if name in names:
-                            _compat.mark_dynamic(args[names.index(name)], dim, low, high)
+                            _compat.dynamo.mark_dynamic(args[names.index(name)], dim, low, high)
                     compiled(*args)
             except Exception as exc:  # noqa: BLE001 - the spec's outcome, reported
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                return SpecCheck(_compat.frame_count(counter), len(calls), f"{type(exc).__name__}: {first}")
+                return SpecCheck(_compat.dynamo.frame_count(counter), len(calls), f"{type(exc).__name__}: {first}")
             finally:
-                _compat.reset_dynamo()
-            return SpecCheck(_compat.frame_count(counter), len(calls))
+                _compat.dynamo.reset_dynamo()
+            return SpecCheck(_compat.dynamo.frame_count(counter), len(calls))
         finally:
             modelfile.unload(src)

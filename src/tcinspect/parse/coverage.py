@@ -3,7 +3,7 @@
 PyTorch's CI (benchmarks/dynamo/check_graph_breaks.py) gates on ``calls_captured`` (the ops Dynamo put into graphs,
 ``counters["stats"]``) and ``fallbacks_to_eager`` (frames Dynamo gave up on and ran eagerly:
 ``counters["frames"]["total"] - ["ok"]``) beside its graph-break count. A capture logs torch's counters as its calls
-end (capturing/engine.py: ``COUNTERS_ARTIFACT``); a TORCH_TRACE log has none, and its per-compile records give the
+end (capturing/recording.py: ``COUNTERS_ARTIFACT``); a TORCH_TRACE log has none, and its per-compile records give the
 same figures: each graph's calls (the ``dynamo_output_graph`` Dynamo counted them on, else compilation_metrics'
 ``graph_op_count``) and each compile torch recorded a ``fail_type`` for (tests/test_coverage.py checks both
 against the counters of the same run). The measured call's ATen ops (``RUNTIME_COVERAGE_ARTIFACT``) come from

@@ -54,9 +54,9 @@ from tcinspect.report import (
 if TYPE_CHECKING:
     from tcinspect.parse.run import RunEvents
 
-#: tcinspect's record of a skip torch logged (capturing/_compat.py: cudagraph_skip_log)
+#: tcinspect's record of a skip torch logged (capturing/_compat/cudagraphs.py: cudagraph_skip_log)
 SKIP_ARTIFACT = CUDAGRAPH_SKIP_ARTIFACT
-#: tcinspect's records of a graph's partitions and of each recording (capturing/_compat.py: PartitionLog)
+#: tcinspect's records of a graph's partitions and of each recording (capturing/_compat/cudagraphs.py: PartitionLog)
 PARTITIONS_ARTIFACT = CUDAGRAPH_PARTITIONS_ARTIFACT
 RECORDING_ARTIFACT = CUDAGRAPH_RECORDING_ARTIFACT
 #: what output code that Inductor partitioned holds (codegen/wrapper.py: the Runner of the partition functions)

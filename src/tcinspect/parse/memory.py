@@ -258,7 +258,7 @@ def build(events: Sequence[Event], stages: Stages, not_measured: str = "") -> Op
 
 
 def modules_record(modules: dict[str, str], note: str = "") -> str:
-    """The payload of tcinspect's module record for one forward graph (capturing/engine.py logs it)."""
+    """The payload of tcinspect's module record for one forward graph (capturing/recorder.py logs it)."""
     return json.dumps({"modules": modules, "note": note}, sort_keys=True)
 
 

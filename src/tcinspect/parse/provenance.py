@@ -1,6 +1,6 @@
 """Kernel provenance as Inductor states it: kernel -> post-grad nodes -> Dynamo nodes -> source frames.
 
-Read from Inductor's provenance-tracking artifacts (see ``_compat.provenance_snapshot`` for what each
+Read from Inductor's provenance-tracking artifacts (see ``_compat.provenance.provenance_snapshot`` for what each
 torch version gives) and tcinspect's own ``tcinspect_provenance`` record of the same graph. No torch
 import: recorded traces and saved events go through the same functions.
 
