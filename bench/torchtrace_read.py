@@ -60,11 +60,11 @@ def _repeated(log: Path, times: int, dest: Path) -> Path:
 
 
 def _largest_payload(log: Path) -> int:
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import tracelog
 
-    health = torchtrace.LogHealth()
+    health = tracelog.LogHealth()
     with open(log, "rb") as fh:
-        return max(len(rec) for rec, _ in torchtrace._records(fh, health))
+        return max(len(rec) for rec, _ in tracelog._records(fh, health))
 
 
 def _timed_rank(entry: tuple[int, str]) -> float:
@@ -88,7 +88,7 @@ def _inside(directory: Path, n: int, jobs: int) -> float:
         return sum(pool.map(_timed_rank, entries))
 
 
-STREAM = ("import sys; from tcinspect.parse import torchtrace as t; h = t.LogHealth(); "
+STREAM = ("import sys; from tcinspect.parse import tracelog as t; h = t.LogHealth(); "
           "n = sum(1 for _ in t.iter_events(sys.argv[1], h)); assert n")
 REPORT = "import sys; from tcinspect.parse import torchtrace as t; t.read(sys.argv[1], jobs=int(sys.argv[2]))"
 
@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=16)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import torchtrace, tracelog
 
     cores = os.cpu_count() or 1
     print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine}")
@@ -114,7 +114,7 @@ def main() -> None:
             parse = read = float("inf")
             for _ in range(args.runs):
                 start = time.perf_counter()
-                _, health = torchtrace.read_log(log)
+                _, health = tracelog.read_log(log)
                 parse = min(parse, time.perf_counter() - start)
                 start = time.perf_counter()
                 torchtrace.read(log)

@@ -17,7 +17,7 @@ from tcinspect import serialize
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import jsonfast, memo, torchtrace
+from tcinspect.parse import jsonfast, memo, torchtrace, tracelog
 from tcinspect.report import CacheKeyComponent
 
 DDP = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "ddp_rank_branch"
@@ -189,8 +189,8 @@ SPAN = json.dumps({"name": "dynamo", "ts": 1.5, "ph": "B", "args": {"compile_id"
     ({"artifact": {"name": "chromium_event"}, "frame_id": 3}, SPAN),
 ])
 def test_a_chromium_span_reads_as_from_record_reads_it(meta, payload):
-    health, strings = torchtrace.LogHealth(), {}
-    got = torchtrace._event(_record(meta, payload), False, strings, health)
+    health, strings = tracelog.LogHealth(), {}
+    got = tracelog._event(_record(meta, payload), False, strings, health)
     want_meta = json.loads(json.dumps(meta))
     try:
         want = ev_mod.from_record(want_meta, payload.decode("utf-8", errors="replace"))
@@ -220,16 +220,16 @@ def test_a_span_read_without_building_what_is_left_out_is_compact_span_of_json_l
     except ValueError:
         span = None
     expected = ev_mod.compact_span({}, None if isinstance(span, str) else span)
-    got = torchtrace._compact_span(data)
+    got = tracelog._compact_span(data)
     if got is not None:  # None: the caller reads it the general way (json.loads' value, by compact_span)
         assert repr(got) == repr(expected) and [type(v) for v in got.values()] == [type(v) for v in expected.values()]
     # every span of a recorded log is read the fast way, to the same value
     if data == SPAN_CASES[0]:
         with gzip.open(RANK1) as fh:
-            records = list(torchtrace._records(fh, torchtrace.LogHealth()))
+            records = list(tracelog._records(fh, tracelog.LogHealth()))
         spans = [r[r.find(b"\n") + 2:].replace(b"\n\t", b"\n") for r, _ in records if b'{"chromium_event"' in r[:200]]
         assert len(spans) > 200
-        assert all(repr(torchtrace._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
+        assert all(repr(tracelog._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
 
 
 _GLOG_HEAD = b"V1123 07:01:04.270000 5375 torch/_dynamo/output_graph.py:1624] "
@@ -252,11 +252,11 @@ def test_a_describe_record_is_counted_as_the_general_way_counts_it(data, monkeyp
     """The three describe_* events (most records of a log) are not read; the fast way counts what the general way
     counts for them (a record, a payload stated and not logged, a line not understood) and gives no event."""
     def read(record):
-        health = torchtrace.LogHealth()
-        return torchtrace._event(record, False, {}, health), health
+        health = tracelog.LogHealth()
+        return tracelog._event(record, False, {}, health), health
 
     got = read(_GLOG_HEAD + data)
-    monkeypatch.setattr(torchtrace, "_described", lambda data: None)  # the general way alone
+    monkeypatch.setattr(tracelog, "_described", lambda data: None)  # the general way alone
     want = read(_GLOG_HEAD + data)
     assert got[0] == want[0] and got[1] == want[1]
     assert (got[0] is None) == (data != DESCRIBE_CASES[8])  # the ignored events give none
@@ -273,11 +273,11 @@ def test_a_describe_record_is_counted_as_the_general_way_counts_it(data, monkeyp
 
 
 def test_every_record_of_a_recorded_log_counts_the_same_either_way(monkeypatch):
-    health = torchtrace.LogHealth()
-    events = list(torchtrace.iter_events(RANK1, health))
-    monkeypatch.setattr(torchtrace, "_described", lambda data: None)
-    slow_health = torchtrace.LogHealth()
-    assert list(torchtrace.iter_events(RANK1, slow_health)) == events and slow_health == health
+    health = tracelog.LogHealth()
+    events = list(tracelog.iter_events(RANK1, health))
+    monkeypatch.setattr(tracelog, "_described", lambda data: None)
+    slow_health = tracelog.LogHealth()
+    assert list(tracelog.iter_events(RANK1, slow_health)) == events and slow_health == health
     with gzip.open(RANK1) as fh:
         assert fh.read().count(b'] {"describe_') == 30  # the fast way was taken
 
@@ -285,7 +285,7 @@ def test_every_record_of_a_recorded_log_counts_the_same_either_way(monkeypatch):
 def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
-    alone, _ = torchtrace.log_report(log, as_rank=True)
+    alone, _ = tracelog.log_report(log, as_rank=True)
     assert any(lookup.components for c in alone.compile_time.compiles for lookup in c.caches)
     monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's
     with memo.across_ranks():
@@ -327,7 +327,7 @@ def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tm
 def test_a_rank_s_graphs_travel_once_by_digest(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
-    alone, _ = torchtrace.log_report(log, as_rank=True)
+    alone, _ = tracelog.log_report(log, as_rank=True)
     with memo.across_ranks():
         first = torchtrace.read_rank((0, log))
         again = torchtrace.read_rank((2, log))
@@ -348,13 +348,13 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
     md5 = re.search(rb'"has_payload": "([0-9a-f]{32})"', header)[1]
     (tmp_path / "b.log").write_bytes(data.replace(header, header.replace(md5, b"0" * 32)))
     with memo.across_ranks():
-        a_events, a = torchtrace.read_log(tmp_path / "a.log")
-        b_events, b = torchtrace.read_log(tmp_path / "b.log")
-        again, _ = torchtrace.read_log(tmp_path / "a.log")
+        a_events, a = tracelog.read_log(tmp_path / "a.log")
+        b_events, b = tracelog.read_log(tmp_path / "b.log")
+        again, _ = tracelog.read_log(tmp_path / "a.log")
     assert (a.payload_mismatches, b.payload_mismatches) == (0, 1)  # the same payload, another md5 stated
     graphs = [[e.payload for e in events if e.name == "dynamo_output_graph"] for events in (a_events, again)]
     assert graphs[0] and all(x is y for x, y in zip(*graphs))  # one text: parsers keeping results by it find it at once
-    plain, alone = torchtrace.read_log(tmp_path / "b.log")  # each log alone: checked and decoded as it comes
+    plain, alone = tracelog.read_log(tmp_path / "b.log")  # each log alone: checked and decoded as it comes
     assert alone.payload_mismatches == 1 and [e.payload for e in plain] == [e.payload for e in b_events]
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from helpers import cli, render_text
 from tcinspect import serialize
-from tcinspect.parse import logfiles, torchtrace
+from tcinspect.parse import logfiles, torchtrace, tracelog
 from tcinspect.render import ranks as render_ranks
 from tcinspect.report import Report
 
@@ -250,9 +250,9 @@ def test_every_reader_command_reads_a_log(capsys, command):
 def test_blocks_split_anywhere_give_the_same_events(monkeypatch, tmp_path):
     log = tmp_path / "tiny.log"
     _copy(CPU / "tiny.log.gz", log)
-    whole, health = torchtrace.read_log(log)
-    monkeypatch.setattr(torchtrace, "_BLOCK", 7)  # records and payloads cut at every few bytes
-    pieces, small = torchtrace.read_log(log)
+    whole, health = tracelog.read_log(log)
+    monkeypatch.setattr(tracelog, "_BLOCK", 7)  # records and payloads cut at every few bytes
+    pieces, small = tracelog.read_log(log)
     assert [(e.name, e.compile_id, e.meta, e.payload) for e in pieces] == \
         [(e.name, e.compile_id, e.meta, e.payload) for e in whole]
     assert (small.records, small.payload_mismatches, health.payload_mismatches) == (health.records, 0, 0)
@@ -275,7 +275,7 @@ def test_interned_files_compiled_autograd_ids_and_records_without_a_compile_id(t
     ]
     log = tmp_path / "dedicated_log_torch_trace_x.log"
     log.write_text("\n".join(lines) + "\n")
-    events, health = torchtrace.read_log(log)
+    events, health = tracelog.read_log(log)
     assert (health.records, health.payload_mismatches, health.lines_not_understood) == (4, 0, 0)
     start, graph, version = events
     assert start.meta["stack"][0]["filename"] == "/home/user/train.py"
@@ -347,8 +347,8 @@ def test_each_rank_s_divergence_keys_are_made_where_it_is_read_and_the_reader_on
 
 def test_rank_keys_do_not_depend_on_the_process():
     """A rank's keys (its guards are a set) are the same bytes in processes with other string hashes."""
-    code = ("import sys; from tcinspect.parse import torchtrace; from tcinspect.derived import divergence as d; "
-            "from tcinspect.report import RankReport; rep, splits = torchtrace.log_report(sys.argv[1]); "
+    code = ("import sys; from tcinspect.parse import tracelog; from tcinspect.derived import divergence as d; "
+            "from tcinspect.report import RankReport; rep, splits = tracelog.log_report(sys.argv[1]); "
             "k = d.rank_keys(RankReport(0, 'ok', stages=rep.stages, compiles=rep.compiles, ddp_splits=splits)); "
             "print(b''.join(x for _, ds in k.compiles for x in ds).hex())")
     log = str(sorted((CPU / "ddp_rank_branch").glob("*.log.gz"))[0])

@@ -67,7 +67,7 @@ def is_report_path(file: str) -> bool:
 def is_torch_trace(file: str) -> bool:
     """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run; a URL always is."""
     from tcinspect.parse import logfiles
-    from tcinspect.parse.torchtrace import is_log
+    from tcinspect.parse.tracelog import is_log
 
     if logfiles.is_url(file):
         return True
