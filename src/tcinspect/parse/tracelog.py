@@ -14,6 +14,7 @@ read by parse/rankpool.py, one log at a time by ``rank_log_report``, and merged 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -210,9 +211,10 @@ def _payload(lines: bytes, expected: Optional[str], keep: bool) -> tuple[bool, O
     return matched, payload.decode("utf-8", errors="replace") if keep else None
 
 
+@functools.cache
 def _describe_decoder() -> Optional[Callable[[bytes], Any]]:
     """msgspec's decoder of a record's JSON object that builds only its ``has_payload`` (strict JSON checked whole,
-    the rest skipped unbuilt); None without msgspec."""
+    the rest skipped unbuilt), made on first use; None without msgspec."""
     try:
         import msgspec
     except ImportError:
@@ -220,27 +222,22 @@ def _describe_decoder() -> Optional[Callable[[bytes], Any]]:
     return cast(Callable[[bytes], Any], msgspec.json.Decoder(msgspec.defstruct("Described", [("has_payload", Any, None)])).decode)
 
 
-_decode_described: Optional[Callable[[bytes], Any]] = None
-_described_tried = False
-
-
 def _described(data: bytes) -> Any:
     """A describe record's JSON object read by ``_describe_decoder`` (its ``has_payload``), or None where it is not
     strict JSON of an object or msgspec is missing: the general way then reads it."""
-    global _decode_described, _described_tried
-    if not _described_tried:
-        _decode_described, _described_tried = _describe_decoder(), True
-    if _decode_described is None:
+    decode = _describe_decoder()
+    if decode is None:
         return None
     try:
-        return _decode_described(data)
+        return decode(data)
     except ValueError:  # msgspec's DecodeError and ValidationError
         return None
 
 
+@functools.cache
 def _span_decoder() -> Optional[Callable[[bytes], Any]]:
     """msgspec's decoder of a chromium span that builds only what compact_span keeps (``ph``, ``name``, ``ts`` and
-    the kept arguments) and skips the rest unbuilt; None without msgspec."""
+    the kept arguments) and skips the rest unbuilt, made on first use; None without msgspec."""
     try:
         import msgspec
     except ImportError:
@@ -252,21 +249,15 @@ def _span_decoder() -> Optional[Callable[[bytes], Any]]:
     return cast(Callable[[bytes], Any], msgspec.json.Decoder(span).decode)
 
 
-_decode_span: Optional[Callable[[bytes], Any]] = None
-_span_tried = False
-
-
 def _compact_span(payload: bytes) -> Optional[dict[str, Any]]:
     """``compact_span(None, json.loads(payload))`` for a span that is a JSON object whose ``args`` is an object or
     null or missing, read without building what compact_span leaves out; None for anything else (the caller reads
     it the general way, which gives the same value for every input this reads)."""
-    global _decode_span, _span_tried
-    if not _span_tried:
-        _decode_span, _span_tried = _span_decoder(), True
-    if _decode_span is None:
+    decode = _span_decoder()
+    if decode is None:
         return None
     try:
-        span = _decode_span(payload)
+        span = decode(payload)
     except ValueError:  # msgspec's DecodeError and ValidationError: not such a span, or not strict JSON
         return None
     args = span.args
