@@ -120,18 +120,17 @@ class _Nothing:
         return False
 
 
-def test_a_worker_sends_each_part_once(tmp_path, monkeypatch):
+def test_a_worker_sends_each_part_once(tmp_path):
     d = _rank_dir(tmp_path, 3)
     logs = sorted(d.iterdir())
-    monkeypatch.setattr(torchtrace, "_sent", set())
-    first = torchtrace.read_rank((0, str(logs[0])))
-    again = torchtrace.read_rank((2, str(logs[0])))
-    other = torchtrace.read_rank((1, str(logs[1])))
-    assert all(data for _, data in first[2])
-    assert [digest for digest, _ in again[2]] == [digest for digest, _ in first[2]]
-    assert not any(data for _, data in again[2])  # the reader has them from the first
-    assert any(data for _, data in other[2])  # rank 1 took another branch: its own parts travel
-    monkeypatch.setattr(torchtrace, "_sent", None)
+    worker = torchtrace.RankReader(worker=True)
+    first = worker.read((0, str(logs[0])))
+    again = worker.read((2, str(logs[0])))
+    other = worker.read((1, str(logs[1])))
+    assert all(data for _, data in first.parts)
+    assert [digest for digest, _ in again.parts] == [digest for digest, _ in first.parts]
+    assert not any(data for _, data in again.parts)  # the reader has them from the first
+    assert any(data for _, data in other.parts)  # rank 1 took another branch: its own parts travel
     merged = torchtrace.merge_ranks([first, other, again], str(d), (), {})
     alone = torchtrace.merge_ranks([torchtrace.read_rank((r, str(p))) for r, p in ((0, logs[0]), (1, logs[1]),
                                                                                     (2, logs[0]))], str(d), (), {})
@@ -282,26 +281,24 @@ def test_every_record_of_a_recorded_log_counts_the_same_either_way(monkeypatch):
         assert fh.read().count(b'] {"describe_') == 30  # the fast way was taken
 
 
-def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
+def test_key_components_travel_once_by_their_digest(tmp_path):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
     alone, _ = tracelog.log_report(log, as_rank=True)
     assert any(lookup.components for c in alone.compile_time.compiles for lookup in c.caches)
-    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's
+    worker = torchtrace.RankReader(worker=True)  # a pool worker's
     with memo.across_ranks():
-        first = torchtrace.read_rank((0, log))
-        again = torchtrace.read_rank((2, log))
-    torchtrace.end_reading()
-    named = first[2][:-6]  # the components tuples, then the six parts
-    assert named and all(data for _, data in named) and not any(data for _, data in again[2])
+        first = worker.read((0, log))
+        again = worker.read((2, log))
+    named = first.parts[:-6]  # the components tuples, then the six parts
+    assert named and all(data for _, data in named) and not any(data for _, data in again.parts)
     # the compile-time part carries each look-up's components as a digest: a fraction of its whole pickle
-    assert len(first[2][-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
-    monkeypatch.setattr(torchtrace, "_sent", None)  # one process: each rank carries what it names
-    later = torchtrace.read_rank((2, log))
-    assert [digest for digest, _ in later[2]] == [digest for digest, _ in first[2]] and all(data for _, data in later[2])
+    assert len(first.parts[-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
+    later = torchtrace.read_rank((2, log))  # one process: each rank carries what it names
+    assert [digest for digest, _ in later.parts] == [digest for digest, _ in first.parts]
+    assert all(data for _, data in later.parts)
     merged = torchtrace.merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
     assert merged.ranks[0].compile_time == alone.compile_time
-    assert not torchtrace._received  # nothing kept once merged
 
 
 def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tmp_path):
@@ -314,9 +311,9 @@ def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tm
     assert [[r for r, _ in s] for s in strides] != [[0, 2, 4], [1, 3, 5]]  # the sizes reordered them
     got = list(torchtrace._map(entries, 2, sizes))
     assert sorted(e[0] for e in got) == list(range(6))
+    reader = torchtrace.RankReader()
     with memo.across_ranks():
-        in_order = [torchtrace.read_rank(e) for e in entries]
-    torchtrace.end_reading()
+        in_order = [reader.read(e) for e in entries]
     one = torchtrace.merge_ranks(in_order, str(d), (), {})
     shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
     assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None
@@ -328,13 +325,13 @@ def test_a_rank_s_graphs_travel_once_by_digest(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
     alone, _ = tracelog.log_report(log, as_rank=True)
+    reader = torchtrace.RankReader()
     with memo.across_ranks():
-        first = torchtrace.read_rank((0, log))
-        again = torchtrace.read_rank((2, log))
-    torchtrace.end_reading()
+        first = reader.read((0, log))
+        again = reader.read((2, log))
     plain = len(pickle.dumps(alone.stages.aot_autograd, protocol=pickle.HIGHEST_PROTOCOL))
     # the AOTAutograd part names its graphs by digest (they travel first, each once): a fraction of its whole pickle
-    assert len(again[2][-5][1]) * 10 < plain and again[2][-5][0] == first[2][-5][0]
+    assert len(again.parts[-5][1]) * 10 < plain and again.parts[-5][0] == first.parts[-5][0]
     merged = torchtrace.merge_ranks([first, again], str(d), (), {})
     one, two = (r.stages.dynamo.graphs[0].graph for r in merged.ranks)
     assert one is two and one == alone.stages.dynamo.graphs[0].graph
@@ -382,10 +379,10 @@ def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_t
     assert take(2) == 3 and take(1) is None
     assert take(0) == 0 and take(0) is None and schedule.begun.value == 10
     # the kind of a rank's entry: its shared values' digests, whatever their order and whether sent before
-    one = (0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), ())
-    two = (1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), ())
+    one = torchtrace.RankEntry(0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), (), None)
+    two = torchtrace.RankEntry(1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), (), None)
     assert torchtrace._kind_of(one) == torchtrace._kind_of(two) != 0
-    assert torchtrace._kind_of((2, None, ((b"p", b""),) * 6, ())) == 0
+    assert torchtrace._kind_of(torchtrace.RankEntry(2, None, ((b"p", b""),) * 6, (), None)) == 0
     d = _rank_dir(tmp_path, 9)
     one = torchtrace.read(d, jobs=1)
     two = torchtrace.read(d, jobs=2)
@@ -398,8 +395,9 @@ def test_the_cycle_collector_is_off_while_reading_and_as_it_was_after(monkeypatc
     import gc
 
     seen: list[bool] = []
-    real = torchtrace.read_rank
-    monkeypatch.setattr(torchtrace, "read_rank", lambda args: (seen.append(gc.isenabled()), real(args))[1])
+    real = torchtrace.RankReader.read
+    monkeypatch.setattr(torchtrace.RankReader, "read",
+                        lambda self, args: (seen.append(gc.isenabled()), real(self, args))[1])
     was = gc.isenabled()
     try:
         for start in (True, False):

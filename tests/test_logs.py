@@ -144,23 +144,23 @@ def test_a_worker_that_fails_or_is_killed_ends_the_reading_with_one_line(tmp_pat
     for rank in range(4):
         shutil.copy(RANK0, tmp_path / f"rank_{rank}.log.gz")
     entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(4)]
-    real = torchtrace.read_rank
+    real = torchtrace.RankReader.read
 
-    def failing(entry):
+    def failing(reader, entry):
         if entry[0] == 3:
             raise ValueError("a bug in reading rank 3")
-        return real(entry)
+        return real(reader, entry)
 
-    monkeypatch.setattr(torchtrace, "read_rank", failing)  # the forked workers have it too
+    monkeypatch.setattr(torchtrace.RankReader, "read", failing)  # the forked workers have it too
     with pytest.raises(ValueError, match="a bug in reading rank 3"):
         list(torchtrace._map(entries, 2))
 
-    def killed(entry):
+    def killed(reader, entry):
         if entry[0] == 3:
             os.kill(os.getpid(), 9)
-        return real(entry)
+        return real(reader, entry)
 
-    monkeypatch.setattr(torchtrace, "read_rank", killed)
+    monkeypatch.setattr(torchtrace.RankReader, "read", killed)
     with pytest.raises(torchtrace.TraceLogError, match=r"ended with exit code -9 \(killed: out of memory\?\)") as exc:
         list(torchtrace._map(entries, 2))
     assert exc.value.fix == "read with fewer processes (--jobs 2, or --jobs 1)"

@@ -326,10 +326,9 @@ def test_each_rank_s_divergence_keys_are_made_where_it_is_read_and_the_reader_on
     from tcinspect.derived import divergence
 
     logs = sorted((CPU / "ddp_rank_branch").glob("*.log.gz"))
-    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's: the same keys travel once
-    entries = [torchtrace.read_rank((r, str(logs[r % 2]))) for r in range(3)]
-    assert [bool(data) for _, data in (e[3] for e in entries)] == [True, True, False]
-    monkeypatch.setattr(torchtrace, "_sent", None)
+    worker = torchtrace.RankReader(worker=True)  # a pool worker's: the same keys travel once
+    entries = [worker.read((r, str(logs[r % 2]))) for r in range(3)]
+    assert [bool(data) for _, data in (e.keys for e in entries)] == [True, True, False]
     alone = torchtrace.merge_ranks(entries, "d", (), {})
 
     def made_again(rank):

@@ -13,12 +13,14 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from tcinspect import collector
+from tcinspect.derived.divergence import rank_keys
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import logfiles, memo, tracelog
 from tcinspect.report import (
+    OK,
     CacheLookup,
     DdpSplit,
     EventCount,
@@ -32,151 +34,183 @@ from tcinspect.report import (
     Target,
 )
 
-#: one rank's log read, as a pool worker sends it back: (rank, its report without its large parts or why it cannot
-#: be read, its large parts each pickled with a digest of the pickle, what the divergence of ranks compares of
-#: it (derived.divergence.RankKeys) pickled with its digest, or () where it cannot be read, and what the log says of
-#: the process that wrote it, None where it cannot be read)
-RankEntry = tuple[int, Union[Report, TraceLogError], tuple[tuple[bytes, bytes], ...], tuple[bytes, ...],
-                  Optional[LogOrigin]]
+
+class RankEntry(NamedTuple):
+    """One rank's log read (``read_rank``), as a pool worker sends it back and ``merge_ranks`` takes it."""
+
+    rank: int
+    #: its report without its large parts, or why its log cannot be read
+    report: Union[Report, TraceLogError]
+    #: its large parts, each pickled with a digest of the pickle: the values they name by digest (key components and
+    #: graphs, ``RankReader``) first, then the six parts; one a pool worker sent before comes as its digest alone
+    parts: tuple[tuple[bytes, bytes], ...]
+    #: what the divergence of ranks compares of it (derived.divergence.RankKeys) as (digest, pickle); () where its
+    #: log cannot be read
+    keys: tuple[bytes, ...]
+    #: what its log says of the process that wrote it; None where it cannot be read
+    origin: Optional[LogOrigin]
 
 
 def read_rank(args: tuple[int, str]) -> RankEntry:
-    """One rank's report, or why its log cannot be read (the other ranks are still read). Its large parts, equal
-    on ranks that compiled alike, come pickled with a digest, so that the reader keeps (and unpickles) each once:
-    in one process too, where this costs about a tenth of the read and keeps memory to the distinct parts."""
-    rank, path = args
-    try:
-        rep, splits, origin = tracelog.rank_log_report(path)
-    except TraceLogError as exc:
-        return rank, exc, (), (), None
-    values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time, splits)
-    pickled = []
-    _named.clear()
-    for value in values:
-        buf = io.BytesIO()
-        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        pickler.dispatch_table = _DISPATCH
-        pickler.dump(value)
-        data = buf.getvalue()
-        pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
-    # the shared values it holds go first (the parts name them by digest): key components and graphs; then the six parts
-    parts = []
-    keys = _keys_pickled(rep, splits, tuple(digest for digest, _ in pickled))
-    for digest, data in [*_named.values(), *pickled, keys]:
-        if _sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
-            if digest in _sent:
-                data = b""
-            else:
-                _sent.add(digest)
-        parts.append((digest, data))
-    _named.clear()
-    return rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]), parts[-1], origin
+    """One rank's entry: its report, or why its log cannot be read (the other ranks are still read), read alone
+    (``RankReader`` keeps what ranks share across the ranks one process reads)."""
+    return RankReader().read(args)
 
 
-#: a rank's divergence keys pickled with their digest, by the digests of the parts they follow from: ranks that
-#: compiled alike find them once (the last few kept)
-_keys_made: dict[tuple[bytes, ...], tuple[bytes, bytes]] = {}
+#: the bytes of pickles of shared values a RankReader keeps, the oldest dropped first (one dropped is pickled again
+#: when a rank holds it)
+_COMPONENTS_KEPT = 32 << 20
+#: the divergence keys a RankReader keeps (the last few)
 _KEYS_KEPT = 16
 
 
-def _keys_pickled(rep: Report, splits: tuple[DdpSplit, ...], digests: tuple[bytes, ...]) -> tuple[bytes, bytes]:
-    """What the divergence of ranks compares of this rank, found here (in the worker that read it) so that the
-    reader only compares the small keys of all ranks. They follow from every part but the compile times."""
-    from tcinspect.derived.divergence import rank_keys
-    from tcinspect.report import OK, RankReport
+class RankReader:
+    """What one process keeps while it reads ranks, to hand each back as a ``RankEntry``: the values ranks that
+    compiled alike share, each pickled once, their divergence keys, and in a pool worker the parts it has sent.
 
-    of = digests[:4] + digests[5:]
-    kept = _keys_made.get(of)
-    if kept is None:
-        keys = rank_keys(RankReport(rank=0, status=OK, stages=rep.stages, compiles=rep.compiles, ddp_splits=splits))
-        data = pickle.dumps(keys, protocol=pickle.HIGHEST_PROTOCOL)
-        kept = (hashlib.blake2b(data, digest_size=16).digest(), data)
-        if len(_keys_made) >= _KEYS_KEPT:
-            del _keys_made[next(iter(_keys_made))]
-        _keys_made[of] = kept
-    return kept
+    What ranks that compiled alike share by identity (parse/memo.py gives the same object for the same text): the key
+    components of a cache look-up (the FX graph cache's key, listed whole: most of a rank's compile-time part) and
+    every graph (Dynamo's, AOTAutograd's, Inductor's post-grad: most of the other parts), kept by their id with
+    their pickle's digest and the pickle (``_COMPONENTS_KEPT`` bytes of them). A part that holds one carries only
+    its digest (``Received`` reads it by it), so a rank that compiled like an earlier one is pickled in a fraction
+    of the time."""
+
+    def __init__(self, worker: bool = False) -> None:
+        #: the shared values met so far, by id: (the value, its pickle's digest, its pickle)
+        self._components: dict[int, tuple[Any, bytes, bytes]] = {}
+        self._components_bytes = 0
+        #: the shared values the rank being pickled holds: digest -> (digest, pickle)
+        self._named: dict[bytes, tuple[bytes, bytes]] = {}
+        #: a rank's divergence keys pickled with their digest, by the digests of the parts they follow from: ranks
+        #: that compiled alike find them once
+        self._keys_made: dict[tuple[bytes, ...], tuple[bytes, bytes]] = {}
+        #: ``worker``: in a pool worker, the digests of the parts it has sent: the reader takes each worker's entries
+        #: in the order the worker read them (one queue, which keeps each sender's order), so a part is unpickled
+        #: from the first entry that carries it and later ones need only its digest
+        self._sent: Optional[set[bytes]] = set() if worker else None
+        self._dispatch: dict[type, Callable[[Any], Any]] = {**copyreg.dispatch_table, CacheLookup: self._reduce_lookup,
+                                                            Graph: self._reduce_graph}
+
+    def read(self, args: tuple[int, str]) -> RankEntry:
+        """One rank's entry. Its large parts, equal on ranks that compiled alike, come pickled with a digest, so that
+        the reader keeps (and unpickles) each once: in one process too, where this costs about a tenth of the read
+        and keeps memory to the distinct parts."""
+        rank, path = args
+        try:
+            rep, splits, origin = tracelog.rank_log_report(path)
+        except TraceLogError as exc:
+            return RankEntry(rank, exc, (), (), None)
+        values = (rep.stages.dynamo, rep.stages.aot_autograd, rep.stages.inductor, rep.compiles, rep.compile_time,
+                  splits)
+        pickled = []
+        self._named.clear()
+        for value in values:
+            buf = io.BytesIO()
+            pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler.dispatch_table = self._dispatch
+            pickler.dump(value)
+            data = buf.getvalue()
+            pickled.append((hashlib.blake2b(data, digest_size=16).digest(), data))
+        # the shared values it holds go first (the parts name them by digest): key components and graphs; then the six
+        # parts
+        parts = []
+        keys = self._keys_pickled(rep, splits, tuple(digest for digest, _ in pickled))
+        sent = self._sent
+        for digest, data in [*self._named.values(), *pickled, keys]:
+            if sent is not None:  # a pool worker: a part it sent before goes back as its digest alone
+                if digest in sent:
+                    data = b""
+                else:
+                    sent.add(digest)
+            parts.append((digest, data))
+        self._named.clear()
+        return RankEntry(rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]),
+                         parts[-1], origin)
+
+    def _keys_pickled(self, rep: Report, splits: tuple[DdpSplit, ...], digests: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+        """What the divergence of ranks compares of this rank, found here (in the worker that read it) so that the
+        reader only compares the small keys of all ranks. They follow from every part but the compile times."""
+        of = digests[:4] + digests[5:]
+        kept = self._keys_made.get(of)
+        if kept is None:
+            keys = rank_keys(RankReport(rank=0, status=OK, stages=rep.stages, compiles=rep.compiles, ddp_splits=splits))
+            data = pickle.dumps(keys, protocol=pickle.HIGHEST_PROTOCOL)
+            kept = (hashlib.blake2b(data, digest_size=16).digest(), data)
+            if len(self._keys_made) >= _KEYS_KEPT:
+                del self._keys_made[next(iter(self._keys_made))]
+            self._keys_made[of] = kept
+        return kept
+
+    def _components_digest(self, value: Any) -> bytes:
+        """The digest of a shared value's pickle (made once while the value lives), named for the rank being
+        pickled."""
+        kept = self._components.get(id(value))
+        if kept is None or kept[0] is not value:
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            kept = (value, hashlib.blake2b(data, digest_size=16).digest(), data)
+            self._components[id(value)] = kept
+            self._components_bytes += len(data)
+            while self._components_bytes > _COMPONENTS_KEPT and len(self._components) > 1:
+                self._components_bytes -= len(self._components.pop(next(iter(self._components)))[2])
+        self._named[kept[1]] = (kept[1], kept[2])
+        return kept[1]
+
+    def _reduce_graph(self, graph: Graph) -> Any:
+        """A graph pickled as its digest (``Received.shared`` reads it by it)."""
+        return Received.shared, (self._components_digest(graph),)
+
+    def _reduce_lookup(self, lookup: CacheLookup) -> Any:
+        """A cache look-up pickled with its key components as their digest (``Received.cache_lookup`` reads them by
+        it)."""
+        state = dict(lookup.__dict__)
+        if not lookup.components:
+            return Received.cache_lookup, (state, None)
+        state["components"] = ()
+        return Received.cache_lookup, (state, self._components_digest(lookup.components))
 
 
-#: what ranks that compiled alike share by identity (parse/memo.py gives the same object for the same text): the key
-#: components of a cache look-up (the FX graph cache's key, listed whole: most of a rank's compile-time part) and
-#: every graph (Dynamo's, AOTAutograd's, Inductor's post-grad: most of the other parts), by their id, with their
-#: pickle's digest and the pickle. Each is pickled once, and a part that holds it carries only the digest, so a
-#: rank that compiled like an earlier one is pickled in a fraction of the time. Bounded by _COMPONENTS_KEPT bytes
-#: of pickles, the oldest dropped first (one dropped is pickled again when a rank holds it)
-_components: dict[int, tuple[Any, bytes, bytes]] = {}
-_COMPONENTS_KEPT = 32 << 20
-_components_bytes = 0
-#: the shared values the rank being pickled holds: digest -> (digest, pickle)
-_named: dict[bytes, tuple[bytes, bytes]] = {}
-#: while merge_ranks reads a rank's parts: every part and shared value read so far, by digest
-_received: dict[bytes, Any] = {}
+class Received:
+    """The parts and shared values of the rank entries merged so far, each unpickled once, by its digest. A part's
+    pickle names a value pickled apart (``RankReader``) as ``Received.shared`` or ``Received.cache_lookup`` of its
+    digest, which its unpickler gives as this object's."""
+
+    def __init__(self) -> None:
+        self._read: dict[bytes, Any] = {}
+
+    def part(self, digest: bytes, data: bytes) -> Any:
+        """The value pickled as ``data``, unpickled from the first entry that carries it (later ones may carry only
+        its digest)."""
+        if digest not in self._read:
+            self._read[digest] = _PartUnpickler(data, self).load()
+        return self._read[digest]
+
+    def shared(self, digest: bytes) -> Any:
+        """A shared value a part names by its digest (read before the part, from the same entry or an earlier)."""
+        return self._read[digest]
+
+    def cache_lookup(self, state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
+        """A cache look-up of the fields ``state``, its key components named by their digest."""
+        if components is not None:
+            state["components"] = self._read[components]
+        out = object.__new__(CacheLookup)
+        out.__dict__.update(state)
+        return out
 
 
-def _components_digest(value: Any) -> bytes:
-    """The digest of a shared value's pickle (made once while the value lives), named for the rank being pickled."""
-    global _components_bytes
-    kept = _components.get(id(value))
-    if kept is None or kept[0] is not value:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        kept = (value, hashlib.blake2b(data, digest_size=16).digest(), data)
-        _components[id(value)] = kept
-        _components_bytes += len(data)
-        while _components_bytes > _COMPONENTS_KEPT and len(_components) > 1:
-            _components_bytes -= len(_components.pop(next(iter(_components)))[2])
-    _named[kept[1]] = (kept[1], kept[2])
-    return kept[1]
+class _PartUnpickler(pickle.Unpickler):
+    """A part's unpickler: ``Received.shared`` and ``Received.cache_lookup`` as ``received``'s."""
 
+    def __init__(self, data: bytes, received: Received) -> None:
+        super().__init__(io.BytesIO(data))
+        self._received = received
 
-def _reduce_graph(graph: Graph) -> Any:
-    """A graph pickled as its digest (merge_ranks reads it by it)."""
-    return _shared, (_components_digest(graph),)
-
-
-def _shared(digest: bytes) -> Any:
-    return _received[digest]
-
-
-def _reduce_lookup(lookup: CacheLookup) -> Any:
-    """A cache look-up pickled with its key components as their digest (merge_ranks reads them by it)."""
-    state = dict(lookup.__dict__)
-    if not lookup.components:
-        return _lookup, (state, None)
-    state["components"] = ()
-    return _lookup, (state, _components_digest(lookup.components))
-
-
-def _lookup(state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
-    if components is not None:
-        state["components"] = _received[components]
-    out = object.__new__(CacheLookup)
-    out.__dict__.update(state)
-    return out
-
-
-_DISPATCH: dict[type, Callable[[Any], Any]] = {**copyreg.dispatch_table, CacheLookup: _reduce_lookup,
-                                               Graph: _reduce_graph}
-
-
-def end_reading() -> None:
-    """Drop the components tuples kept pickled while the ranks of a directory were read in this process."""
-    global _components_bytes
-    _components.clear()
-    _named.clear()
-    _keys_made.clear()
-    _components_bytes = 0
-
-
-#: in a pool worker, the digests of the parts it has sent: the reader takes each worker's entries in the order the
-#: worker read them (one queue, which keeps each sender's order), so a part is unpickled from the first entry that
-#: carries it and later ones need only its digest
-_sent: Optional[set[bytes]] = None
-
-
-def _worker_start() -> None:
-    global _sent
-    _sent = set()
-    memo.enable()
-    gc.disable()  # the worker lives for this reading: see read()
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__:
+            if name == "Received.shared":
+                return self._received.shared
+            if name == "Received.cache_lookup":
+                return self._received.cache_lookup
+        return super().find_class(module, name)
 
 
 def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
@@ -322,8 +356,7 @@ class _Pool:
     def __init__(self, entries: list[tuple[int, str]], n: int, sizes: Optional[Mapping[int, int]]) -> None:
         import multiprocessing
 
-        from tcinspect.derived import divergence  # noqa: F401 - imported once here, not in each forked worker
-        from tcinspect.parse import ddp, fromevents  # noqa: F401
+        from tcinspect.parse import ddp, fromevents  # noqa: F401 - imported once here, not in each forked worker
 
         tracelog.prepare_decoders()  # once here too, not in each worker
         # forkserver/spawn would re-import tcinspect in each worker; fork shares what is imported (no torch here)
@@ -377,10 +410,12 @@ class _Pool:
 
 
 def _pool_worker(index: int, schedule: _Schedule, results: Any) -> None:
-    _worker_start()
+    reader = RankReader(worker=True)
+    memo.enable()
+    gc.disable()  # the worker lives for this reading: see read()
     try:
         while (entry := _next_rank(index, schedule)) is not None:
-            read = read_rank(entry)
+            read = reader.read(entry)
             schedule.kinds[index] = _kind_of(read)
             _send(index, schedule, results, read)
     except BaseException as exc:  # noqa: BLE001 - the reader raises it
@@ -395,7 +430,7 @@ def _pool_worker(index: int, schedule: _Schedule, results: Any) -> None:
 def _send(index: int, schedule: _Schedule, results: Any, entry: RankEntry) -> None:
     """Worker ``index``'s entry sent to the reader once the reader has taken enough of those it sent before
     (``_IN_FLIGHT``); the reader takes its size off as it takes it (``_Pool.__iter__``)."""
-    size = _ENTRY_BYTES + sum(len(data) for _, data in entry[2]) + sum(len(data) for data in entry[3])
+    size = _ENTRY_BYTES + sum(len(data) for _, data in entry.parts) + sum(len(data) for data in entry.keys)
     s = schedule
     with s.taken:
         while s.in_flight[index] and s.in_flight[index] + size > s.budget:
@@ -407,7 +442,7 @@ def _send(index: int, schedule: _Schedule, results: Any, entry: RankEntry) -> No
 def _kind_of(entry: RankEntry) -> int:
     """The graphs and key components a rank's entry names (its shared values' digests) as a number: equal for
     ranks that compiled alike on the same GPU, whose graphs a worker that read one has kept (0: none named)."""
-    named = sorted(digest for digest, _ in entry[2][:-6])
+    named = sorted(digest for digest, _ in entry.parts[:-6])
     if not named:
         return 0
     return int.from_bytes(hashlib.blake2b(b"".join(named), digest_size=8).digest(), "little", signed=True) or 1
@@ -445,11 +480,9 @@ def _next_rank(index: int, schedule: _Schedule) -> Optional[tuple[int, str]]:
 
 def _read_here(entries: list[tuple[int, str]]) -> Iterator[RankEntry]:
     """Each rank's report read in this process, in order, parsed parts kept across ranks while it reads."""
-    try:
-        with memo.across_ranks():
-            yield from (read_rank(e) for e in entries)
-    finally:
-        end_reading()
+    reader = RankReader()
+    with memo.across_ranks():
+        yield from (reader.read(e) for e in entries)
 
 
 def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
@@ -458,45 +491,30 @@ def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Igno
     top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
     are unpickled and kept once. ``logs``: where each rank's log is, to tell copies of one log apart
     (``_checksums``); without it, such logs are said to come from one process, not to be copies."""
-    shared = _received
-    shared.clear()
-
-    def part(digest: bytes, data: bytes) -> Any:
-        if digest not in shared:
-            shared[digest] = pickle.loads(data)
-        return shared[digest]
-
-    try:
-        return _merge_ranks(results, shown_as, ignored, names, part, logs or {})
-    finally:
-        shared.clear()
-
-
-def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
-                 names: Mapping[int, str], part: Callable[[bytes, bytes], Any], logs: Mapping[int, str]) -> Report:
     from tcinspect.derived.divergence import RankKeys
     from tcinspect.parse.merge import merge
-    from tcinspect.report import OK, RankReport
 
+    part = Received().part
     ranks: list[RankReport] = []
     base: Optional[Report] = None
     base_rank = -1
     errors: list[tuple[int, TraceLogError]] = []
     read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
     keys: dict[int, RankKeys] = {}
-    for r, rep, parts, rank_keys, origin in results:
+    for entry in results:
+        r, rep = entry.rank, entry.report
         if isinstance(rep, TraceLogError):
             ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
             errors.append((r, rep))
             continue
         # the key components they name first, then the six parts
-        dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in parts][-6:]
-        if rank_keys:
-            keys[r] = part(*rank_keys)
+        dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in entry.parts][-6:]
+        if entry.keys:
+            keys[r] = part(*entry.keys)
         stages = Stages(dynamo, aot, inductor)
         ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
                                 stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
-                                log=names.get(r, ""), origin=origin, graph_execution_order=rep.graph_execution_order))
+                                log=names.get(r, ""), origin=entry.origin, graph_execution_order=rep.graph_execution_order))
         if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
             base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
         read.append((r, rep))
@@ -525,7 +543,7 @@ def _merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[Ign
                             ignored_files=ignored)
     base = base.replace(target=Target(kind=tracelog.TARGET_KIND, path=shown_as), parse=parse,
                         timings=(("read_s", round(read_s, 4)),))
-    return merge(base, _checksums(ranks, logs), keys=keys)
+    return merge(base, _checksums(ranks, logs or {}), keys=keys)
 
 
 def _checksums(ranks: list[RankReport], logs: Mapping[int, str]) -> list[RankReport]:
