@@ -17,7 +17,8 @@ from tcinspect import serialize
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import jsonfast, memo, torchtrace, tracelog
+from tcinspect.parse import jsonfast, memo, rankpool, tracelog
+from tcinspect.parse.merge import RankEntry, merge_ranks
 from tcinspect.report import CacheKeyComponent
 
 DDP = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "ddp_rank_branch"
@@ -104,12 +105,12 @@ def _rank_dir(tmp_path: Path, n: int) -> Path:
 
 def test_ranks_read_with_kept_results_and_by_workers_as_each_alone(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 6)
-    fast = serialize.to_dict(torchtrace.read(d, jobs=1), timings=False)
-    assert serialize.to_dict(torchtrace.read(d, jobs=2), timings=False) == fast
+    fast = serialize.to_dict(rankpool.read(d, jobs=1), timings=False)
+    assert serialize.to_dict(rankpool.read(d, jobs=2), timings=False) == fast
     # parsing every rank afresh (no result kept across ranks) reads the same report
     monkeypatch.setattr(memo, "_on", False)
     monkeypatch.setattr(memo, "across_ranks", lambda: _Nothing())
-    assert serialize.to_dict(torchtrace.read(d, jobs=1), timings=False) == fast
+    assert serialize.to_dict(rankpool.read(d, jobs=1), timings=False) == fast
 
 
 class _Nothing:
@@ -123,7 +124,7 @@ class _Nothing:
 def test_a_worker_sends_each_part_once(tmp_path):
     d = _rank_dir(tmp_path, 3)
     logs = sorted(d.iterdir())
-    worker = torchtrace.RankReader(worker=True)
+    worker = rankpool.RankReader(worker=True)
     first = worker.read((0, str(logs[0])))
     again = worker.read((2, str(logs[0])))
     other = worker.read((1, str(logs[1])))
@@ -131,8 +132,8 @@ def test_a_worker_sends_each_part_once(tmp_path):
     assert [digest for digest, _ in again.parts] == [digest for digest, _ in first.parts]
     assert not any(data for _, data in again.parts)  # the reader has them from the first
     assert any(data for _, data in other.parts)  # rank 1 took another branch: its own parts travel
-    merged = torchtrace.merge_ranks([first, other, again], str(d), (), {})
-    alone = torchtrace.merge_ranks([torchtrace.read_rank((r, str(p))) for r, p in ((0, logs[0]), (1, logs[1]),
+    merged = merge_ranks([first, other, again], str(d), (), {})
+    alone = merge_ranks([rankpool.read_rank((r, str(p))) for r, p in ((0, logs[0]), (1, logs[1]),
                                                                                     (2, logs[0]))], str(d), (), {})
     assert serialize.to_dict(merged, timings=False) == serialize.to_dict(alone, timings=False)
     assert merged.ranks[2].stages.dynamo is merged.ranks[0].stages.dynamo
@@ -286,7 +287,7 @@ def test_key_components_travel_once_by_their_digest(tmp_path):
     log = str(sorted(d.iterdir())[0])
     alone, _ = tracelog.log_report(log, as_rank=True)
     assert any(lookup.components for c in alone.compile_time.compiles for lookup in c.caches)
-    worker = torchtrace.RankReader(worker=True)  # a pool worker's
+    worker = rankpool.RankReader(worker=True)  # a pool worker's
     with memo.across_ranks():
         first = worker.read((0, log))
         again = worker.read((2, log))
@@ -294,10 +295,10 @@ def test_key_components_travel_once_by_their_digest(tmp_path):
     assert named and all(data for _, data in named) and not any(data for _, data in again.parts)
     # the compile-time part carries each look-up's components as a digest: a fraction of its whole pickle
     assert len(first.parts[-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
-    later = torchtrace.read_rank((2, log))  # one process: each rank carries what it names
+    later = rankpool.read_rank((2, log))  # one process: each rank carries what it names
     assert [digest for digest, _ in later.parts] == [digest for digest, _ in first.parts]
     assert all(data for _, data in later.parts)
-    merged = torchtrace.merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
+    merged = merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
     assert merged.ranks[0].compile_time == alone.compile_time
 
 
@@ -306,18 +307,18 @@ def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tm
     logs = sorted(d.iterdir())
     entries = [(r, str(p)) for r, p in enumerate(logs)]
     sizes = {r: p.stat().st_size for r, p in enumerate(logs)}
-    strides = torchtrace._strides(entries, 2, sizes)
+    strides = rankpool._strides(entries, 2, sizes)
     assert [[r for r, _ in s] for s in strides] == [sorted(range(i, 6, 2), key=lambda r: -sizes[r]) for i in (0, 1)]
     assert [[r for r, _ in s] for s in strides] != [[0, 2, 4], [1, 3, 5]]  # the sizes reordered them
-    got = list(torchtrace._map(entries, 2, sizes))
+    got = list(rankpool._map(entries, 2, sizes))
     assert sorted(e[0] for e in got) == list(range(6))
-    reader = torchtrace.RankReader()
+    reader = rankpool.RankReader()
     with memo.across_ranks():
         in_order = [reader.read(e) for e in entries]
-    one = torchtrace.merge_ranks(in_order, str(d), (), {})
-    shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
+    one = merge_ranks(in_order, str(d), (), {})
+    shuffled = merge_ranks(in_order[::-1], str(d), (), {})
     assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None
-    assert serialize.to_dict(torchtrace.merge_ranks(got, str(d), (), {}), timings=False) == \
+    assert serialize.to_dict(merge_ranks(got, str(d), (), {}), timings=False) == \
         serialize.to_dict(one, timings=False)
 
 
@@ -325,14 +326,14 @@ def test_a_rank_s_graphs_travel_once_by_digest(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
     alone, _ = tracelog.log_report(log, as_rank=True)
-    reader = torchtrace.RankReader()
+    reader = rankpool.RankReader()
     with memo.across_ranks():
         first = reader.read((0, log))
         again = reader.read((2, log))
     plain = len(pickle.dumps(alone.stages.aot_autograd, protocol=pickle.HIGHEST_PROTOCOL))
     # the AOTAutograd part names its graphs by digest (they travel first, each once): a fraction of its whole pickle
     assert len(again.parts[-5][1]) * 10 < plain and again.parts[-5][0] == first.parts[-5][0]
-    merged = torchtrace.merge_ranks([first, again], str(d), (), {})
+    merged = merge_ranks([first, again], str(d), (), {})
     one, two = (r.stages.dynamo.graphs[0].graph for r in merged.ranks)
     assert one is two and one == alone.stages.dynamo.graphs[0].graph
 
@@ -362,14 +363,14 @@ def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_t
     with the most left, where enough are (_STEAL_FROM); every rank once."""
     import multiprocessing
 
-    monkeypatch.setattr(torchtrace, "_STEAL_FROM", 3)  # (8 in use: the same rule at the scale of 16 workers)
+    monkeypatch.setattr(rankpool, "_STEAL_FROM", 3)  # (8 in use: the same rule at the scale of 16 workers)
     entries = [(r, f"rank_{r}") for r in range(10)]
-    strides = torchtrace._strides(entries, 3, None)
+    strides = rankpool._strides(entries, 3, None)
     assert [[r for r, _ in s] for s in strides] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
-    schedule = torchtrace._Schedule(multiprocessing.get_context(), strides)
+    schedule = rankpool._Schedule(multiprocessing.get_context(), strides)
 
     def take(i):
-        entry = torchtrace._next_rank(i, schedule)
+        entry = rankpool._next_rank(i, schedule)
         return None if entry is None else entry[0]
 
     assert [take(1) for _ in range(4)] == [1, 4, 7, 9]  # its own, then the longest stride's last (four left)
@@ -379,13 +380,13 @@ def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_t
     assert take(2) == 3 and take(1) is None
     assert take(0) == 0 and take(0) is None and schedule.begun.value == 10
     # the kind of a rank's entry: its shared values' digests, whatever their order and whether sent before
-    one = torchtrace.RankEntry(0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), (), None)
-    two = torchtrace.RankEntry(1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), (), None)
-    assert torchtrace._kind_of(one) == torchtrace._kind_of(two) != 0
-    assert torchtrace._kind_of(torchtrace.RankEntry(2, None, ((b"p", b""),) * 6, (), None)) == 0
+    one = RankEntry(0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), (), None)
+    two = RankEntry(1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), (), None)
+    assert rankpool._kind_of(one) == rankpool._kind_of(two) != 0
+    assert rankpool._kind_of(RankEntry(2, None, ((b"p", b""),) * 6, (), None)) == 0
     d = _rank_dir(tmp_path, 9)
-    one = torchtrace.read(d, jobs=1)
-    two = torchtrace.read(d, jobs=2)
+    one = rankpool.read(d, jobs=1)
+    two = rankpool.read(d, jobs=2)
     assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
 
 
@@ -395,17 +396,17 @@ def test_the_cycle_collector_is_off_while_reading_and_as_it_was_after(monkeypatc
     import gc
 
     seen: list[bool] = []
-    real = torchtrace.RankReader.read
-    monkeypatch.setattr(torchtrace.RankReader, "read",
+    real = rankpool.RankReader.read
+    monkeypatch.setattr(rankpool.RankReader, "read",
                         lambda self, args: (seen.append(gc.isenabled()), real(self, args))[1])
     was = gc.isenabled()
     try:
         for start in (True, False):
             gc.enable() if start else gc.disable()
-            rep = torchtrace.read(DDP, jobs=1)
+            rep = rankpool.read(DDP, jobs=1)
             assert len(rep.ranks) == 2 and gc.isenabled() is start
             with pytest.raises(TraceLogError):  # a reading that fails: the collector comes back all the same
-                torchtrace.read(DDP / "no such file.log")
+                rankpool.read(DDP / "no such file.log")
             assert gc.isenabled() is start
     finally:
         gc.enable() if was else gc.disable()

@@ -1,5 +1,11 @@
-"""A directory of TORCH_TRACE rank logs read in worker processes and merged into one report (``read``, which
-reads one log too). No torch import. The format of one log and its report: parse/tracelog.py."""
+"""TORCH_TRACE logs read into one report (``read``): one log (parse/tracelog.py), or a directory of rank logs read
+by a pool of forked processes and merged (parse/merge.py). No torch import.
+
+Each process that reads ranks holds a ``RankReader``: it hands each rank back as a ``merge.RankEntry`` whose large
+parts are pickled with their digests, the values ranks that compiled alike share pickled once. The pool
+(``_Pool``) gives each worker its stride of ranks first (``_strides``), then ranks left to the others
+(``_next_rank``), and bounds the bytes of entries a worker has sent and the reader not yet taken (``_send``).
+"""
 
 from __future__ import annotations
 
@@ -9,46 +15,72 @@ import hashlib
 import io
 import os
 import pickle
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Optional, Union
 
 from tcinspect import collector
 from tcinspect.derived.divergence import rank_keys
 from tcinspect.errors import TraceLogError
-from tcinspect.parse import logfiles, memo, tracelog
-from tcinspect.report import (
-    OK,
-    CacheLookup,
-    DdpSplit,
-    EventCount,
-    Graph,
-    IgnoredFile,
-    LogOrigin,
-    ParseHealth,
-    RankReport,
-    Report,
-    Stages,
-    Target,
-)
+from tcinspect.parse import logfiles, memo, merge, tracelog
+from tcinspect.parse.merge import RankEntry
+from tcinspect.report import OK, CacheLookup, DdpSplit, Graph, IgnoredFile, RankReport, Report, Stages
 
 
-class RankEntry(NamedTuple):
-    """One rank's log read (``read_rank``), as a pool worker sends it back and ``merge_ranks`` takes it."""
+def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
+    """The report of a TORCH_TRACE log file, or of a directory of rank logs merged with their divergence.
 
-    rank: int
-    #: its report without its large parts, or why its log cannot be read
-    report: Union[Report, TraceLogError]
-    #: its large parts, each pickled with a digest of the pickle: the values they name by digest (key components and
-    #: graphs, ``RankReader``) first, then the six parts; one a pool worker sent before comes as its digest alone
-    parts: tuple[tuple[bytes, bytes], ...]
-    #: what the divergence of ranks compares of it (derived.divergence.RankKeys) as (digest, pickle); () where its
-    #: log cannot be read
-    keys: tuple[bytes, ...]
-    #: what its log says of the process that wrote it; None where it cannot be read
-    origin: Optional[LogOrigin]
+    Args:
+        path: a log (``.gz`` too) or a directory of rank logs (parse/logfiles.py says which files are), a local
+            path or any fsspec URL (``s3://bucket/trace/``, ``https://host/trace/rank_0.log.gz``).
+        rank: read only this rank of a directory.
+        jobs: processes that read ranks in parallel (default: one per idle core).
+    """
+    # what a log's reading makes is kept or freed by reference counting, not the cycle collector, whose passes over
+    # the reports, parts and kept results found nothing and took a quarter of the time (32 ranks of a 12-layer
+    # GPT-2's log in one process: 13.6 s with it, 10.0 s without)
+    with collector.paused():
+        return _read(path, rank, jobs)
+
+
+def _read(path: Union[str, Path], rank: Optional[int], jobs: Optional[int]) -> Report:
+    shown = str(path)
+    if not logfiles.is_directory(path):
+        named = logfiles.rank_in_name(shown.rsplit("/", 1)[-1])
+        if rank is not None and named is not None and named != rank:
+            raise TraceLogError(f"{shown} is rank {named}'s log, not rank {rank}'s",
+                                "give the directory of rank logs with --rank, or leave out --rank")
+        return tracelog.log_report(path, shown)[0]
+    found = logfiles.rank_logs(path)
+    if not found.ranks:
+        raise TraceLogError(f"{shown} holds no TORCH_TRACE log: it has {logfiles.seen_text(found.seen)}, and none "
+                            "starts with a glog line of JSON or is named dedicated_log_torch_trace_*",
+                            "give the directory TORCH_TRACE named, or one log file in it")
+    ignored = tuple(IgnoredFile(f.name, why) for f, why in found.ignored)
+    if rank is not None:
+        if rank not in found.ranks:
+            raise TraceLogError(f"{shown} holds no log of rank {rank} (ranks {_ranks(found.ranks)})",
+                                "pick one of those ranks with --rank")
+        return _with_ignored(tracelog.log_report(found.ranks[rank].where, shown, len(ignored))[0], ignored)
+    entries = [(r, f.where) for r, f in found.ranks.items()]
+    if len(entries) == 1:
+        return _with_ignored(tracelog.log_report(entries[0][1], shown, len(ignored))[0], ignored)
+    names = {r: f.name for r, f in found.ranks.items()}
+    sizes = {r: f.size for r, f in found.ranks.items()}
+    return merge.merge_ranks(_map(entries, jobs, sizes), shown, ignored, names, dict(entries))
+
+
+def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
+    if not ignored or rep.parse is None:
+        return rep
+    return rep.replace(parse=replace(rep.parse, ignored_files=ignored))
+
+
+def _ranks(ranks: Mapping[int, object]) -> str:
+    from tcinspect.vocabulary import ranks_text
+
+    return ranks_text(list(ranks)).split(" ", 1)[1]
 
 
 def read_rank(args: tuple[int, str]) -> RankEntry:
@@ -72,7 +104,7 @@ class RankReader:
     components of a cache look-up (the FX graph cache's key, listed whole: most of a rank's compile-time part) and
     every graph (Dynamo's, AOTAutograd's, Inductor's post-grad: most of the other parts), kept by their id with
     their pickle's digest and the pickle (``_COMPONENTS_KEPT`` bytes of them). A part that holds one carries only
-    its digest (``Received`` reads it by it), so a rank that compiled like an earlier one is pickled in a fraction
+    its digest (merge.Received reads it by it), so a rank that compiled like an earlier one is pickled in a fraction
     of the time."""
 
     def __init__(self, worker: bool = False) -> None:
@@ -127,7 +159,8 @@ class RankReader:
         return RankEntry(rank, rep.replace(stages=Stages(), compiles=(), compile_time=None), tuple(parts[:-1]),
                          parts[-1], origin)
 
-    def _keys_pickled(self, rep: Report, splits: tuple[DdpSplit, ...], digests: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    def _keys_pickled(self, rep: Report, splits: tuple[DdpSplit, ...],
+                      digests: tuple[bytes, ...]) -> tuple[bytes, bytes]:
         """What the divergence of ranks compares of this rank, found here (in the worker that read it) so that the
         reader only compares the small keys of all ranks. They follow from every part but the compile times."""
         of = digests[:4] + digests[5:]
@@ -156,116 +189,17 @@ class RankReader:
         return kept[1]
 
     def _reduce_graph(self, graph: Graph) -> Any:
-        """A graph pickled as its digest (``Received.shared`` reads it by it)."""
-        return Received.shared, (self._components_digest(graph),)
+        """A graph pickled as its digest (merge.Received.shared reads it by it)."""
+        return merge.Received.shared, (self._components_digest(graph),)
 
     def _reduce_lookup(self, lookup: CacheLookup) -> Any:
-        """A cache look-up pickled with its key components as their digest (``Received.cache_lookup`` reads them by
-        it)."""
+        """A cache look-up pickled with its key components as their digest (merge.Received.cache_lookup reads
+        them by it)."""
         state = dict(lookup.__dict__)
         if not lookup.components:
-            return Received.cache_lookup, (state, None)
+            return merge.Received.cache_lookup, (state, None)
         state["components"] = ()
-        return Received.cache_lookup, (state, self._components_digest(lookup.components))
-
-
-class Received:
-    """The parts and shared values of the rank entries merged so far, each unpickled once, by its digest. A part's
-    pickle names a value pickled apart (``RankReader``) as ``Received.shared`` or ``Received.cache_lookup`` of its
-    digest, which its unpickler gives as this object's."""
-
-    def __init__(self) -> None:
-        self._read: dict[bytes, Any] = {}
-
-    def part(self, digest: bytes, data: bytes) -> Any:
-        """The value pickled as ``data``, unpickled from the first entry that carries it (later ones may carry only
-        its digest)."""
-        if digest not in self._read:
-            self._read[digest] = _PartUnpickler(data, self).load()
-        return self._read[digest]
-
-    def shared(self, digest: bytes) -> Any:
-        """A shared value a part names by its digest (read before the part, from the same entry or an earlier)."""
-        return self._read[digest]
-
-    def cache_lookup(self, state: dict[str, Any], components: Optional[bytes]) -> CacheLookup:
-        """A cache look-up of the fields ``state``, its key components named by their digest."""
-        if components is not None:
-            state["components"] = self._read[components]
-        out = object.__new__(CacheLookup)
-        out.__dict__.update(state)
-        return out
-
-
-class _PartUnpickler(pickle.Unpickler):
-    """A part's unpickler: ``Received.shared`` and ``Received.cache_lookup`` as ``received``'s."""
-
-    def __init__(self, data: bytes, received: Received) -> None:
-        super().__init__(io.BytesIO(data))
-        self._received = received
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == __name__:
-            if name == "Received.shared":
-                return self._received.shared
-            if name == "Received.cache_lookup":
-                return self._received.cache_lookup
-        return super().find_class(module, name)
-
-
-def read(path: Union[str, Path], rank: Optional[int] = None, jobs: Optional[int] = None) -> Report:
-    """The report of a TORCH_TRACE log file, or of a directory of rank logs merged with their divergence.
-
-    Args:
-        path: a log (``.gz`` too) or a directory of rank logs (parse/logfiles.py says which files are), a local
-            path or any fsspec URL (``s3://bucket/trace/``, ``https://host/trace/rank_0.log.gz``).
-        rank: read only this rank of a directory.
-        jobs: processes that read ranks in parallel (default: one per idle core).
-    """
-    # what a log's reading makes is kept or freed by reference counting, not the cycle collector, whose passes over
-    # the reports, parts and kept results found nothing and took a quarter of the time (32 ranks of a 12-layer
-    # GPT-2's log in one process: 13.6 s with it, 10.0 s without)
-    with collector.paused():
-        return _read(path, rank, jobs)
-
-
-def _read(path: Union[str, Path], rank: Optional[int], jobs: Optional[int]) -> Report:
-    shown = str(path)
-    if not logfiles.is_directory(path):
-        named = logfiles.rank_in_name(shown.rsplit("/", 1)[-1])
-        if rank is not None and named is not None and named != rank:
-            raise TraceLogError(f"{shown} is rank {named}'s log, not rank {rank}'s",
-                                "give the directory of rank logs with --rank, or leave out --rank")
-        return tracelog.log_report(path, shown)[0]
-    found = logfiles.rank_logs(path)
-    if not found.ranks:
-        raise TraceLogError(f"{shown} holds no TORCH_TRACE log: it has {logfiles.seen_text(found.seen)}, and none "
-                            "starts with a glog line of JSON or is named dedicated_log_torch_trace_*",
-                            "give the directory TORCH_TRACE named, or one log file in it")
-    ignored = tuple(IgnoredFile(f.name, why) for f, why in found.ignored)
-    if rank is not None:
-        if rank not in found.ranks:
-            raise TraceLogError(f"{shown} holds no log of rank {rank} (ranks {_ranks(found.ranks)})",
-                                "pick one of those ranks with --rank")
-        return _with_ignored(tracelog.log_report(found.ranks[rank].where, shown, len(ignored))[0], ignored)
-    entries = [(r, f.where) for r, f in found.ranks.items()]
-    if len(entries) == 1:
-        return _with_ignored(tracelog.log_report(entries[0][1], shown, len(ignored))[0], ignored)
-    names = {r: f.name for r, f in found.ranks.items()}
-    sizes = {r: f.size for r, f in found.ranks.items()}
-    return merge_ranks(_map(entries, jobs, sizes), shown, ignored, names, dict(entries))
-
-
-def _with_ignored(rep: Report, ignored: tuple[IgnoredFile, ...]) -> Report:
-    if not ignored or rep.parse is None:
-        return rep
-    return rep.replace(parse=replace(rep.parse, ignored_files=ignored))
-
-
-def _ranks(ranks: Mapping[int, object]) -> str:
-    from tcinspect.vocabulary import ranks_text
-
-    return ranks_text(list(ranks)).split(" ", 1)[1]
+        return merge.Received.cache_lookup, (state, self._components_digest(lookup.components))
 
 
 def workers(jobs: Optional[int], tasks: int) -> int:
@@ -483,104 +417,3 @@ def _read_here(entries: list[tuple[int, str]]) -> Iterator[RankEntry]:
     reader = RankReader()
     with memo.across_ranks():
         yield from (reader.read(e) for e in entries)
-
-
-def merge_ranks(results: Iterable[RankEntry], shown_as: str, ignored: tuple[IgnoredFile, ...],
-                names: Mapping[int, str], logs: Optional[Mapping[int, str]] = None) -> Report:
-    """Rank reports (``read_rank``'s, in any order) merged as a distributed capture's are: the lowest rank read on
-    top, every rank under ranks (one whose log cannot be read has status ``error``). Parts equal on several ranks
-    are unpickled and kept once. ``logs``: where each rank's log is, to tell copies of one log apart
-    (``_checksums``); without it, such logs are said to come from one process, not to be copies."""
-    from tcinspect.derived.divergence import RankKeys
-    from tcinspect.parse.merge import merge
-
-    part = Received().part
-    ranks: list[RankReport] = []
-    base: Optional[Report] = None
-    base_rank = -1
-    errors: list[tuple[int, TraceLogError]] = []
-    read: list[tuple[int, Report]] = []  # what each rank's report adds to the whole, added in rank order below
-    keys: dict[int, RankKeys] = {}
-    for entry in results:
-        r, rep = entry.rank, entry.report
-        if isinstance(rep, TraceLogError):
-            ranks.append(RankReport(rank=r, status="error", error=rep.one_line(), log=names.get(r, "")))
-            errors.append((r, rep))
-            continue
-        # the key components they name first, then the six parts
-        dynamo, aot, inductor, compiles, compile_time, splits = [part(d, b) for d, b in entry.parts][-6:]
-        if entry.keys:
-            keys[r] = part(*entry.keys)
-        stages = Stages(dynamo, aot, inductor)
-        ranks.append(RankReport(rank=r, status=OK if rep.ok else "failed", error=rep.error, device=rep.device,
-                                stages=stages, compiles=compiles, ddp_splits=splits, compile_time=compile_time,
-                                log=names.get(r, ""), origin=entry.origin, graph_execution_order=rep.graph_execution_order))
-        if base is None or r < base_rank:  # the lowest rank read, in whatever order the results come
-            base, base_rank = rep.replace(stages=stages, compiles=compiles, compile_time=compile_time), r
-        read.append((r, rep))
-    if base is None:
-        raise min(errors, key=lambda e: e[0])[1]
-    unknown: dict[str, int] = {}
-    artifacts: dict[str, int] = {}
-    counts = [0, 0, 0]
-    read_s = 0.0
-    for _, rep in sorted(read, key=lambda e: e[0]):  # the same whole in whatever order the results came
-        read_s += dict(rep.timings).get("read_s", 0.0)
-        if rep.parse is None:
-            continue
-        for e in rep.parse.unknown_events:
-            unknown[e.name] = unknown.get(e.name, 0) + e.count
-        for e in rep.parse.artifacts_not_understood:
-            artifacts[e.name] = artifacts.get(e.name, 0) + e.count
-        counts[0] += rep.parse.lines_not_understood
-        counts[1] += rep.parse.payload_mismatches
-        counts[2] += rep.parse.truncated_payloads
-    parse = None
-    if unknown or artifacts or any(counts) or ignored:
-        parse = ParseHealth(tuple(EventCount(n, c) for n, c in unknown.items()), lines_not_understood=counts[0],
-                            artifacts_not_understood=tuple(EventCount(n, c) for n, c in artifacts.items()),
-                            payload_mismatches=counts[1], truncated_payloads=counts[2], files_ignored=len(ignored),
-                            ignored_files=ignored)
-    base = base.replace(target=Target(kind=tracelog.TARGET_KIND, path=shown_as), parse=parse,
-                        timings=(("read_s", round(read_s, 4)),))
-    return merge(base, _checksums(ranks, logs or {}), keys=keys)
-
-
-def _checksums(ranks: list[RankReport], logs: Mapping[int, str]) -> list[RankReport]:
-    """The ranks, those whose log may be a copy of another's (the same size, pid and first record) with a CRC-32 of
-    their log text, read again for it: copies are rare, and hashing every log as it was read cost the
-    reader 7-8% of its time (a 1.8 MB log, 2-core machine)."""
-    alike: dict[tuple[int, int, str], list[int]] = {}
-    for i, r in enumerate(ranks):
-        if r.origin is not None and r.origin.size and r.rank in logs:
-            alike.setdefault((r.origin.size, r.origin.pid, r.origin.started), []).append(i)
-    out = list(ranks)
-    found: dict[Any, str] = {}  # by file: hard links of one file (a benchmark's copies) are read once
-    for same in alike.values():
-        if len(same) < 2:
-            continue
-        for i in same:
-            origin, where = out[i].origin, logs[out[i].rank]
-            assert origin is not None
-            try:
-                st = None if logfiles.is_url(where) else os.stat(where)
-                file = (st.st_dev, st.st_ino) if st is not None else where
-                if file not in found:
-                    found[file] = _crc32(where)
-                out[i] = replace(out[i], origin=replace(origin, crc32=found[file]))
-            except (OSError, EOFError, zlib.error):  # gone since it was read: said to come from one process
-                pass
-    return out
-
-
-#: the bytes of a log read at a time for its CRC-32
-_CRC_BLOCK = 1 << 20
-
-
-def _crc32(path: str) -> str:
-    """The CRC-32 of a log's text (gunzipped), 8 hex digits."""
-    crc = 0
-    with logfiles.open_log(path) as fh:
-        while block := fh.read(_CRC_BLOCK):
-            crc = zlib.crc32(block, crc)
-    return f"{crc:08x}"
