@@ -66,7 +66,7 @@ def vary(data: bytes, rank: int, gpus: int = 8) -> bytes:
     start ``rank`` ms later; every payload changed gets its md5 again (``has_payload``: the md5 of the payload's
     lines without their tab, joined by newlines). Its records state its own rank and a process of its own (the
     glog pid plus ``rank``), as a real rank's do: copies of one process's log are told apart by their bytes, which
-    tcinspect reads again (parse/torchtrace.py ``_checksums``)."""
+    tcinspect reads again (parse/merge.py ``_checksums``)."""
     device = rank % gpus
     swaps = [(b"cuda:0", b"cuda:%d" % device), (b"device(type='cuda', index=0)", b"device(type='cuda', index=%d)" % device),
              (b"_DeviceGuard(0)", b"_DeviceGuard(%d)" % device), (b"set_device(0)", b"set_device(%d)" % device)]

@@ -5,7 +5,7 @@
     python bench/rank_scaling.py --ranks 256 --jobs 1,16 --source /tmp/trace/big.log   # any log (record_rank_log.py)
 
 Self-contained: the directories are written by ``bench/rank_logs.py`` from the ranks recorded in
-``tests/data/torch_trace`` (no network, no torch). Each read is ``tcinspect.parse.torchtrace.read(DIR,
+``tests/data/torch_trace`` (no network, no torch). Each read is ``tcinspect.parse.rankpool.read(DIR,
 jobs=J)`` in a fresh child process (``python -c``), so the time includes the interpreter's start, listing the
 directory, every rank's report, the merge and the divergence of all ranks (found once as they merge; the landing
 view reads it from the report); peak RSS is the child's (``os.wait4``'s ``ru_maxrss``: the process that holds the
@@ -38,8 +38,8 @@ import rank_logs  # noqa: E402 - bench/ is not a package
 CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
-from tcinspect.parse import torchtrace
-rep = torchtrace.read(sys.argv[1], jobs=int(sys.argv[2]) or None)
+from tcinspect.parse import rankpool
+rep = rankpool.read(sys.argv[1], jobs=int(sys.argv[2]) or None)
 divs = rep.divergence  # found as the ranks were merged, as the landing view reads it
 wall = time.perf_counter() - start
 workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

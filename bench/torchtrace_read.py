@@ -11,7 +11,7 @@ Rows (the logs are decompressed first; MB = 10^6 bytes of log text):
   records repeated ``--repeat`` times: streaming the events without keeping them (what the reader
   itself holds), and the whole report (which keeps every graph and kernel it shows).
 - ranks: a directory of copies of the first log named as torch names rank logs, read by
-  ``tcinspect.parse.torchtrace.read`` in a child process, in one process and with a pool of one
+  ``tcinspect.parse.rankpool.read`` in a child process, in one process and with a pool of one
   worker per core: wall time (start-up and the merge included) and seconds per rank.
 """
 
@@ -60,19 +60,19 @@ def _repeated(log: Path, times: int, dest: Path) -> Path:
 
 
 def _largest_payload(log: Path) -> int:
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import tracelog
 
-    health = torchtrace.LogHealth()
+    health = tracelog.LogHealth()
     with open(log, "rb") as fh:
-        return max(len(rec) for rec, _ in torchtrace._records(fh, health))
+        return max(len(rec) for rec, _ in tracelog._records(fh, health))
 
 
 def _timed_rank(entry: tuple[int, str]) -> float:
     """Seconds to read one rank's report (run in the pool's workers, or in this process)."""
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import rankpool
 
     start = time.perf_counter()
-    torchtrace.read_rank(entry)
+    rankpool.read_rank(entry)
     return time.perf_counter() - start
 
 
@@ -88,9 +88,9 @@ def _inside(directory: Path, n: int, jobs: int) -> float:
         return sum(pool.map(_timed_rank, entries))
 
 
-STREAM = ("import sys; from tcinspect.parse import torchtrace as t; h = t.LogHealth(); "
+STREAM = ("import sys; from tcinspect.parse import tracelog as t; h = t.LogHealth(); "
           "n = sum(1 for _ in t.iter_events(sys.argv[1], h)); assert n")
-REPORT = "import sys; from tcinspect.parse import torchtrace as t; t.read(sys.argv[1], jobs=int(sys.argv[2]))"
+REPORT = "import sys; from tcinspect.parse import rankpool as t; t.read(sys.argv[1], jobs=int(sys.argv[2]))"
 
 
 def main() -> None:
@@ -101,23 +101,23 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=16)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import rankpool, tracelog
 
     cores = os.cpu_count() or 1
     print(f"python {sys.version.split()[0]} · {cores} cores · {os.uname().machine}")
     with tempfile.TemporaryDirectory(prefix="tcinspect-bench-") as tmp:
         t = Path(tmp)
         logs = [_plain(p, t / p.name.removesuffix(".gz")) for p in (args.log or DEFAULT_LOGS)]
-        torchtrace.read(logs[0])  # imports, once
+        rankpool.read(logs[0])  # imports, once
         print("\n| log | MB | records | parse MB/s | read (report) MB/s |\n|---|---:|---:|---:|---:|")
         for log in logs:
             parse = read = float("inf")
             for _ in range(args.runs):
                 start = time.perf_counter()
-                _, health = torchtrace.read_log(log)
+                _, health = tracelog.read_log(log)
                 parse = min(parse, time.perf_counter() - start)
                 start = time.perf_counter()
-                torchtrace.read(log)
+                rankpool.read(log)
                 read = min(read, time.perf_counter() - start)
             mb = health.bytes_read / 1e6
             print(f"| {log.name} | {mb:.2f} | {health.records} | {mb / parse:.0f} | {mb / read:.0f} |")

@@ -64,11 +64,11 @@ def recorded_report(path: Path):
     """The report of a recorded trace or TORCH_TRACE log (a file of events, a log, a rank directory), built once
     per process for every module that reads it: torch 2.13.0 on the CPU, with fixed timings (compile 1.25 s,
     parse 0.5 s) so that its YAML and JSON carry a timings section. Reports are immutable; share freely."""
-    from tcinspect.parse import assemble, events, torchtrace
+    from tcinspect.parse import assemble, events, rankpool
     from tcinspect.report import Report, Target
 
     if path.is_dir() or path.name.endswith((".log", ".log.gz")):
-        return torchtrace.read(path)
+        return rankpool.read(path)
     evs, bad = events.read_trace(path)
     stages, metrics = assemble.build(evs)
     return Report(torch_version="2.13.0", device="cpu", target=Target(kind="trace", model_name=path.name),

@@ -18,7 +18,7 @@ from helpers import cli, render_text
 from tcinspect.analysis import checks
 from tcinspect.analysis import divergence as rank_views
 from tcinspect.derived import collectives, divergence
-from tcinspect.parse import torchtrace
+from tcinspect.parse import rankpool
 from tcinspect.report import Graph, Node
 
 JOB = Path(__file__).parent / "data" / "torch_trace" / "torch-2.13.0" / "collectives_gloo"
@@ -29,7 +29,7 @@ RECORDED = sorted(p.parent for p in (JOB.parents[1]).glob("torch-*/*-nproc*/trut
 
 @pytest.fixture(scope="module")
 def job():
-    return torchtrace.read(JOB), json.loads((JOB / "truth.json").read_text())
+    return rankpool.read(JOB), json.loads((JOB / "truth.json").read_text())
 
 
 def test_forward_collectives_equal_the_graphs_torch_handed_the_backend(job):
@@ -103,7 +103,7 @@ def test_trace_shows_collectives_and_the_divergence(capsys):
 
 
 #: each recorded job read once for every test of it
-_read = functools.cache(torchtrace.read)
+_read = functools.cache(rankpool.read)
 
 
 @pytest.fixture(scope="module", params=RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -193,4 +193,4 @@ def test_every_view_shows_the_collectives_with_their_size():
     assert "Collectives · 8 in the compiled graphs" in text and "4.0 KiB" in text and "2.0 KiB" in text
     page = html.render(rep)
     assert '<section id="collectives"><h2>Collectives · 8</h2>' in page and "reduce_scatter_tensor_3" in page
-    assert '<section id="collectives">' not in html.render(torchtrace.read(JOB.parents[1] / "torch-2.13.0" / "tiny.log.gz"))
+    assert '<section id="collectives">' not in html.render(rankpool.read(JOB.parents[1] / "torch-2.13.0" / "tiny.log.gz"))

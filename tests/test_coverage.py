@@ -15,7 +15,7 @@ import yaml
 
 from helpers import MODELS, cli
 from tcinspect.capturing.engine import capture_file
-from tcinspect.parse import torchtrace
+from tcinspect.parse import rankpool
 from tcinspect.report import CompileOptions
 
 pytestmark = pytest.mark.torch
@@ -80,7 +80,7 @@ def test_the_frame_run_eagerly_is_named_where_torch_gave_up(captured):
 
 def test_the_users_own_log_gives_the_counters_of_its_run(plain_run):
     logs, counters = plain_run
-    rep = torchtrace.read(logs)
+    rep = rankpool.read(logs)
     cov = rep.coverage
     assert cov.source == "compilation_metrics" and _figures(cov) == counters
     assert cov.graph_break_counter == -1  # not in a log: not guessed

@@ -17,7 +17,8 @@ from tcinspect import serialize
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import jsonfast, memo, torchtrace
+from tcinspect.parse import jsonfast, memo, rankpool, tracelog
+from tcinspect.parse.merge import RankEntry, merge_ranks
 from tcinspect.report import CacheKeyComponent
 
 DDP = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "ddp_rank_branch"
@@ -104,12 +105,12 @@ def _rank_dir(tmp_path: Path, n: int) -> Path:
 
 def test_ranks_read_with_kept_results_and_by_workers_as_each_alone(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 6)
-    fast = serialize.to_dict(torchtrace.read(d, jobs=1), timings=False)
-    assert serialize.to_dict(torchtrace.read(d, jobs=2), timings=False) == fast
+    fast = serialize.to_dict(rankpool.read(d, jobs=1), timings=False)
+    assert serialize.to_dict(rankpool.read(d, jobs=2), timings=False) == fast
     # parsing every rank afresh (no result kept across ranks) reads the same report
     monkeypatch.setattr(memo, "_on", False)
     monkeypatch.setattr(memo, "across_ranks", lambda: _Nothing())
-    assert serialize.to_dict(torchtrace.read(d, jobs=1), timings=False) == fast
+    assert serialize.to_dict(rankpool.read(d, jobs=1), timings=False) == fast
 
 
 class _Nothing:
@@ -120,20 +121,19 @@ class _Nothing:
         return False
 
 
-def test_a_worker_sends_each_part_once(tmp_path, monkeypatch):
+def test_a_worker_sends_each_part_once(tmp_path):
     d = _rank_dir(tmp_path, 3)
     logs = sorted(d.iterdir())
-    monkeypatch.setattr(torchtrace, "_sent", set())
-    first = torchtrace.read_rank((0, str(logs[0])))
-    again = torchtrace.read_rank((2, str(logs[0])))
-    other = torchtrace.read_rank((1, str(logs[1])))
-    assert all(data for _, data in first[2])
-    assert [digest for digest, _ in again[2]] == [digest for digest, _ in first[2]]
-    assert not any(data for _, data in again[2])  # the reader has them from the first
-    assert any(data for _, data in other[2])  # rank 1 took another branch: its own parts travel
-    monkeypatch.setattr(torchtrace, "_sent", None)
-    merged = torchtrace.merge_ranks([first, other, again], str(d), (), {})
-    alone = torchtrace.merge_ranks([torchtrace.read_rank((r, str(p))) for r, p in ((0, logs[0]), (1, logs[1]),
+    worker = rankpool.RankReader(worker=True)
+    first = worker.read((0, str(logs[0])))
+    again = worker.read((2, str(logs[0])))
+    other = worker.read((1, str(logs[1])))
+    assert all(data for _, data in first.parts)
+    assert [digest for digest, _ in again.parts] == [digest for digest, _ in first.parts]
+    assert not any(data for _, data in again.parts)  # the reader has them from the first
+    assert any(data for _, data in other.parts)  # rank 1 took another branch: its own parts travel
+    merged = merge_ranks([first, other, again], str(d), (), {})
+    alone = merge_ranks([rankpool.read_rank((r, str(p))) for r, p in ((0, logs[0]), (1, logs[1]),
                                                                                     (2, logs[0]))], str(d), (), {})
     assert serialize.to_dict(merged, timings=False) == serialize.to_dict(alone, timings=False)
     assert merged.ranks[2].stages.dynamo is merged.ranks[0].stages.dynamo
@@ -189,8 +189,8 @@ SPAN = json.dumps({"name": "dynamo", "ts": 1.5, "ph": "B", "args": {"compile_id"
     ({"artifact": {"name": "chromium_event"}, "frame_id": 3}, SPAN),
 ])
 def test_a_chromium_span_reads_as_from_record_reads_it(meta, payload):
-    health, strings = torchtrace.LogHealth(), {}
-    got = torchtrace._event(_record(meta, payload), False, strings, health)
+    health, strings = tracelog.LogHealth(), {}
+    got = tracelog._event(_record(meta, payload), False, strings, health)
     want_meta = json.loads(json.dumps(meta))
     try:
         want = ev_mod.from_record(want_meta, payload.decode("utf-8", errors="replace"))
@@ -220,16 +220,16 @@ def test_a_span_read_without_building_what_is_left_out_is_compact_span_of_json_l
     except ValueError:
         span = None
     expected = ev_mod.compact_span({}, None if isinstance(span, str) else span)
-    got = torchtrace._compact_span(data)
+    got = tracelog._compact_span(data)
     if got is not None:  # None: the caller reads it the general way (json.loads' value, by compact_span)
         assert repr(got) == repr(expected) and [type(v) for v in got.values()] == [type(v) for v in expected.values()]
     # every span of a recorded log is read the fast way, to the same value
     if data == SPAN_CASES[0]:
         with gzip.open(RANK1) as fh:
-            records = list(torchtrace._records(fh, torchtrace.LogHealth()))
+            records = list(tracelog._records(fh, tracelog.LogHealth()))
         spans = [r[r.find(b"\n") + 2:].replace(b"\n\t", b"\n") for r, _ in records if b'{"chromium_event"' in r[:200]]
         assert len(spans) > 200
-        assert all(repr(torchtrace._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
+        assert all(repr(tracelog._compact_span(p)) == repr(ev_mod.compact_span({}, json.loads(p))) for p in spans)
 
 
 _GLOG_HEAD = b"V1123 07:01:04.270000 5375 torch/_dynamo/output_graph.py:1624] "
@@ -252,11 +252,11 @@ def test_a_describe_record_is_counted_as_the_general_way_counts_it(data, monkeyp
     """The three describe_* events (most records of a log) are not read; the fast way counts what the general way
     counts for them (a record, a payload stated and not logged, a line not understood) and gives no event."""
     def read(record):
-        health = torchtrace.LogHealth()
-        return torchtrace._event(record, False, {}, health), health
+        health = tracelog.LogHealth()
+        return tracelog._event(record, False, {}, health), health
 
     got = read(_GLOG_HEAD + data)
-    monkeypatch.setattr(torchtrace, "_described", lambda data: None)  # the general way alone
+    monkeypatch.setattr(tracelog, "_described", lambda data: None)  # the general way alone
     want = read(_GLOG_HEAD + data)
     assert got[0] == want[0] and got[1] == want[1]
     assert (got[0] is None) == (data != DESCRIBE_CASES[8])  # the ignored events give none
@@ -273,35 +273,33 @@ def test_a_describe_record_is_counted_as_the_general_way_counts_it(data, monkeyp
 
 
 def test_every_record_of_a_recorded_log_counts_the_same_either_way(monkeypatch):
-    health = torchtrace.LogHealth()
-    events = list(torchtrace.iter_events(RANK1, health))
-    monkeypatch.setattr(torchtrace, "_described", lambda data: None)
-    slow_health = torchtrace.LogHealth()
-    assert list(torchtrace.iter_events(RANK1, slow_health)) == events and slow_health == health
+    health = tracelog.LogHealth()
+    events = list(tracelog.iter_events(RANK1, health))
+    monkeypatch.setattr(tracelog, "_described", lambda data: None)
+    slow_health = tracelog.LogHealth()
+    assert list(tracelog.iter_events(RANK1, slow_health)) == events and slow_health == health
     with gzip.open(RANK1) as fh:
         assert fh.read().count(b'] {"describe_') == 30  # the fast way was taken
 
 
-def test_key_components_travel_once_by_their_digest(tmp_path, monkeypatch):
+def test_key_components_travel_once_by_their_digest(tmp_path):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
-    alone, _ = torchtrace.log_report(log, as_rank=True)
+    alone, _ = tracelog.log_report(log, as_rank=True)
     assert any(lookup.components for c in alone.compile_time.compiles for lookup in c.caches)
-    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's
+    worker = rankpool.RankReader(worker=True)  # a pool worker's
     with memo.across_ranks():
-        first = torchtrace.read_rank((0, log))
-        again = torchtrace.read_rank((2, log))
-    torchtrace.end_reading()
-    named = first[2][:-6]  # the components tuples, then the six parts
-    assert named and all(data for _, data in named) and not any(data for _, data in again[2])
+        first = worker.read((0, log))
+        again = worker.read((2, log))
+    named = first.parts[:-6]  # the components tuples, then the six parts
+    assert named and all(data for _, data in named) and not any(data for _, data in again.parts)
     # the compile-time part carries each look-up's components as a digest: a fraction of its whole pickle
-    assert len(first[2][-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
-    monkeypatch.setattr(torchtrace, "_sent", None)  # one process: each rank carries what it names
-    later = torchtrace.read_rank((2, log))
-    assert [digest for digest, _ in later[2]] == [digest for digest, _ in first[2]] and all(data for _, data in later[2])
-    merged = torchtrace.merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
+    assert len(first.parts[-2][1]) * 4 < len(pickle.dumps(alone.compile_time, protocol=pickle.HIGHEST_PROTOCOL))
+    later = rankpool.read_rank((2, log))  # one process: each rank carries what it names
+    assert [digest for digest, _ in later.parts] == [digest for digest, _ in first.parts]
+    assert all(data for _, data in later.parts)
+    merged = merge_ranks([later], str(d), (), {})  # read whole without any earlier rank
     assert merged.ranks[0].compile_time == alone.compile_time
-    assert not torchtrace._received  # nothing kept once merged
 
 
 def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tmp_path):
@@ -309,33 +307,33 @@ def test_the_largest_logs_go_first_and_the_merge_does_not_depend_on_the_order(tm
     logs = sorted(d.iterdir())
     entries = [(r, str(p)) for r, p in enumerate(logs)]
     sizes = {r: p.stat().st_size for r, p in enumerate(logs)}
-    strides = torchtrace._strides(entries, 2, sizes)
+    strides = rankpool._strides(entries, 2, sizes)
     assert [[r for r, _ in s] for s in strides] == [sorted(range(i, 6, 2), key=lambda r: -sizes[r]) for i in (0, 1)]
     assert [[r for r, _ in s] for s in strides] != [[0, 2, 4], [1, 3, 5]]  # the sizes reordered them
-    got = list(torchtrace._map(entries, 2, sizes))
+    got = list(rankpool._map(entries, 2, sizes))
     assert sorted(e[0] for e in got) == list(range(6))
+    reader = rankpool.RankReader()
     with memo.across_ranks():
-        in_order = [torchtrace.read_rank(e) for e in entries]
-    torchtrace.end_reading()
-    one = torchtrace.merge_ranks(in_order, str(d), (), {})
-    shuffled = torchtrace.merge_ranks(in_order[::-1], str(d), (), {})
+        in_order = [reader.read(e) for e in entries]
+    one = merge_ranks(in_order, str(d), (), {})
+    shuffled = merge_ranks(in_order[::-1], str(d), (), {})
     assert serialize.to_dict(shuffled) == serialize.to_dict(one) and one.parse is not None
-    assert serialize.to_dict(torchtrace.merge_ranks(got, str(d), (), {}), timings=False) == \
+    assert serialize.to_dict(merge_ranks(got, str(d), (), {}), timings=False) == \
         serialize.to_dict(one, timings=False)
 
 
 def test_a_rank_s_graphs_travel_once_by_digest(tmp_path, monkeypatch):
     d = _rank_dir(tmp_path, 3)
     log = str(sorted(d.iterdir())[0])
-    alone, _ = torchtrace.log_report(log, as_rank=True)
+    alone, _ = tracelog.log_report(log, as_rank=True)
+    reader = rankpool.RankReader()
     with memo.across_ranks():
-        first = torchtrace.read_rank((0, log))
-        again = torchtrace.read_rank((2, log))
-    torchtrace.end_reading()
+        first = reader.read((0, log))
+        again = reader.read((2, log))
     plain = len(pickle.dumps(alone.stages.aot_autograd, protocol=pickle.HIGHEST_PROTOCOL))
     # the AOTAutograd part names its graphs by digest (they travel first, each once): a fraction of its whole pickle
-    assert len(again[2][-5][1]) * 10 < plain and again[2][-5][0] == first[2][-5][0]
-    merged = torchtrace.merge_ranks([first, again], str(d), (), {})
+    assert len(again.parts[-5][1]) * 10 < plain and again.parts[-5][0] == first.parts[-5][0]
+    merged = merge_ranks([first, again], str(d), (), {})
     one, two = (r.stages.dynamo.graphs[0].graph for r in merged.ranks)
     assert one is two and one == alone.stages.dynamo.graphs[0].graph
 
@@ -348,13 +346,13 @@ def test_a_payload_met_again_is_checked_and_decoded_once_and_its_own_md5_still_c
     md5 = re.search(rb'"has_payload": "([0-9a-f]{32})"', header)[1]
     (tmp_path / "b.log").write_bytes(data.replace(header, header.replace(md5, b"0" * 32)))
     with memo.across_ranks():
-        a_events, a = torchtrace.read_log(tmp_path / "a.log")
-        b_events, b = torchtrace.read_log(tmp_path / "b.log")
-        again, _ = torchtrace.read_log(tmp_path / "a.log")
+        a_events, a = tracelog.read_log(tmp_path / "a.log")
+        b_events, b = tracelog.read_log(tmp_path / "b.log")
+        again, _ = tracelog.read_log(tmp_path / "a.log")
     assert (a.payload_mismatches, b.payload_mismatches) == (0, 1)  # the same payload, another md5 stated
     graphs = [[e.payload for e in events if e.name == "dynamo_output_graph"] for events in (a_events, again)]
     assert graphs[0] and all(x is y for x, y in zip(*graphs))  # one text: parsers keeping results by it find it at once
-    plain, alone = torchtrace.read_log(tmp_path / "b.log")  # each log alone: checked and decoded as it comes
+    plain, alone = tracelog.read_log(tmp_path / "b.log")  # each log alone: checked and decoded as it comes
     assert alone.payload_mismatches == 1 and [e.payload for e in plain] == [e.payload for e in b_events]
 
 
@@ -365,14 +363,14 @@ def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_t
     with the most left, where enough are (_STEAL_FROM); every rank once."""
     import multiprocessing
 
-    monkeypatch.setattr(torchtrace, "_STEAL_FROM", 3)  # (8 in use: the same rule at the scale of 16 workers)
+    monkeypatch.setattr(rankpool, "_STEAL_FROM", 3)  # (8 in use: the same rule at the scale of 16 workers)
     entries = [(r, f"rank_{r}") for r in range(10)]
-    strides = torchtrace._strides(entries, 3, None)
+    strides = rankpool._strides(entries, 3, None)
     assert [[r for r, _ in s] for s in strides] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
-    schedule = torchtrace._Schedule(multiprocessing.get_context(), strides)
+    schedule = rankpool._Schedule(multiprocessing.get_context(), strides)
 
     def take(i):
-        entry = torchtrace._next_rank(i, schedule)
+        entry = rankpool._next_rank(i, schedule)
         return None if entry is None else entry[0]
 
     assert [take(1) for _ in range(4)] == [1, 4, 7, 9]  # its own, then the longest stride's last (four left)
@@ -382,13 +380,13 @@ def test_a_worker_reads_its_stride_then_takes_the_last_rank_of_the_longest_and_t
     assert take(2) == 3 and take(1) is None
     assert take(0) == 0 and take(0) is None and schedule.begun.value == 10
     # the kind of a rank's entry: its shared values' digests, whatever their order and whether sent before
-    one = (0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), ())
-    two = (1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), ())
-    assert torchtrace._kind_of(one) == torchtrace._kind_of(two) != 0
-    assert torchtrace._kind_of((2, None, ((b"p", b""),) * 6, ())) == 0
+    one = RankEntry(0, None, ((b"a" * 16, b"x"), (b"b" * 16, b""), *[(b"p", b"")] * 6), (), None)
+    two = RankEntry(1, None, ((b"b" * 16, b"y"), (b"a" * 16, b""), *[(b"q", b"q")] * 6), (), None)
+    assert rankpool._kind_of(one) == rankpool._kind_of(two) != 0
+    assert rankpool._kind_of(RankEntry(2, None, ((b"p", b""),) * 6, (), None)) == 0
     d = _rank_dir(tmp_path, 9)
-    one = torchtrace.read(d, jobs=1)
-    two = torchtrace.read(d, jobs=2)
+    one = rankpool.read(d, jobs=1)
+    two = rankpool.read(d, jobs=2)
     assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
 
 
@@ -398,16 +396,17 @@ def test_the_cycle_collector_is_off_while_reading_and_as_it_was_after(monkeypatc
     import gc
 
     seen: list[bool] = []
-    real = torchtrace.read_rank
-    monkeypatch.setattr(torchtrace, "read_rank", lambda args: (seen.append(gc.isenabled()), real(args))[1])
+    real = rankpool.RankReader.read
+    monkeypatch.setattr(rankpool.RankReader, "read",
+                        lambda self, args: (seen.append(gc.isenabled()), real(self, args))[1])
     was = gc.isenabled()
     try:
         for start in (True, False):
             gc.enable() if start else gc.disable()
-            rep = torchtrace.read(DDP, jobs=1)
+            rep = rankpool.read(DDP, jobs=1)
             assert len(rep.ranks) == 2 and gc.isenabled() is start
             with pytest.raises(TraceLogError):  # a reading that fails: the collector comes back all the same
-                torchtrace.read(DDP / "no such file.log")
+                rankpool.read(DDP / "no such file.log")
             assert gc.isenabled() is start
     finally:
         gc.enable() if was else gc.disable()

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from helpers import cli, render_text
 from tcinspect import serialize
 from tcinspect.analysis import checks
-from tcinspect.parse import graph_execution, post_to_pre, torchtrace
+from tcinspect.parse import graph_execution, post_to_pre, rankpool
 from tcinspect.render import html
 from tcinspect.render import ranks as render_ranks
 
@@ -126,7 +126,7 @@ def test_older_torch_s_post_grad_graph_and_node_provenance_and_the_execution_ord
     log = _log(tmp_path / "dedicated_log_torch_trace_a.log",
                [*_compile(0, _MAPPING), *_compile(1, {**_MAPPING, "postToPre": {"relu": ["x"], "mul": ["x"]}}),
                 _execution(["0/0", "1/0", "0/0", None])])
-    rep = torchtrace.read(log)
+    rep = rankpool.read(log)
     assert rep.parse is None  # every record known and read: nothing counted as unknown or unreadable
     assert rep.graph_execution_order == ("0/0", "1/0", "0/0", "?")
     first, second = rep.stages.inductor.outputs
@@ -146,10 +146,10 @@ def test_older_torch_s_post_grad_graph_and_node_provenance_and_the_execution_ord
 def test_the_august_2025_nightly_s_record_per_call_and_an_unreadable_record(tmp_path):
     per_call = [_artifact("inductor_graph_execution", None, json.dumps({"graph": g}, indent=0))
                 for g in ("graph_0", "graph_1", "graph_1")]
-    rep = torchtrace.read(_log(tmp_path / "dedicated_log_torch_trace_a.log", per_call))
+    rep = rankpool.read(_log(tmp_path / "dedicated_log_torch_trace_a.log", per_call))
     assert rep.graph_execution_order == ("graph_0", "graph_1", "graph_1") and rep.parse is None
     bad = _artifact("graph_execution", None, json.dumps({"graph_execution_order": 3}))
-    rep = torchtrace.read(_log(tmp_path / "dedicated_log_torch_trace_b.log", [*per_call, bad]))
+    rep = rankpool.read(_log(tmp_path / "dedicated_log_torch_trace_b.log", [*per_call, bad]))
     assert rep.graph_execution_order == ("graph_0", "graph_1", "graph_1")
     assert rep.parse is not None and not rep.parse.unknown_events
     assert [(e.name, e.count) for e in rep.parse.artifacts_not_understood] == [("graph_execution", 1)]
@@ -165,7 +165,7 @@ def _ranks(d: Path, orders: list[list[Optional[str]]]) -> Path:
 
 def test_ranks_that_ran_their_graphs_in_another_order_diverge_at_the_first_run_that_differs(tmp_path, capsys):
     d = _ranks(tmp_path, [["0/0", "1/0", "0/0", "1/0"], ["0/0", "0/0", "1/0", "1/0"]])
-    rep = torchtrace.read(d, jobs=1)
+    rep = rankpool.read(d, jobs=1)
     assert [r.graph_execution_order for r in rep.ranks] == [("0/0", "1/0", "0/0", "1/0"), ("0/0", "0/0", "1/0", "1/0")]
     assert [(x.compile_id, x.aspect) for x in rep.divergence] == [("", "execution_order")]
     assert [(g.ranks, g.value) for g in rep.divergence[0].groups] == [
@@ -188,23 +188,23 @@ def test_ranks_that_ran_their_graphs_in_another_order_diverge_at_the_first_run_t
 
 def test_a_rank_that_ran_fewer_graphs_and_ranks_that_agree(tmp_path):
     (tmp_path / "short").mkdir()
-    rep = torchtrace.read(_ranks(tmp_path / "short", [["0/0", "0/0"], ["0/0", "0/0", "0/0"]]), jobs=1)
+    rep = rankpool.read(_ranks(tmp_path / "short", [["0/0", "0/0"], ["0/0", "0/0", "0/0"]]), jobs=1)
     assert [(g.ranks, g.value) for g in rep.divergence[0].groups] == [
         ((0,), "no run 3: ran 2 graphs · order 0/0 0/0"), ((1,), "run 3 of 3: 0/0 · order 0/0 0/0 [0/0]")]
     (tmp_path / "same").mkdir()
-    rep = torchtrace.read(_ranks(tmp_path / "same", [["0/0", "0/0"], ["0/0", "0/0"]]), jobs=1)
+    rep = rankpool.read(_ranks(tmp_path / "same", [["0/0", "0/0"], ["0/0", "0/0"]]), jobs=1)
     assert rep.divergence == ()
     assert "and ran their compiled graphs in one order" in render_text(render_ranks.divergence(rep), width=300)
     # a rank that recorded no order is not compared: torch records it only where the job asked for it
     (tmp_path / "one").mkdir()
-    rep = torchtrace.read(_ranks(tmp_path / "one", [["0/0", "0/0"], []]), jobs=1)
+    rep = rankpool.read(_ranks(tmp_path / "one", [["0/0", "0/0"], []]), jobs=1)
     assert rep.divergence == () and rep.ranks[1].graph_execution_order == ()
     assert "graph_execution_order" not in serialize.to_dict(rep)["ranks"][1]
 
 
 def test_a_real_job_s_ranks_keep_torch_s_order_and_diverge_where_they_ran_another_graph():
     truth = json.loads((RECORDED / "truth.json").read_text())["graph_execution_order"]
-    rep = torchtrace.read(RECORDED, jobs=1)
+    rep = rankpool.read(RECORDED, jobs=1)
     assert rep.parse is not None and not rep.parse.unknown_events and not rep.parse.artifacts_not_understood
     expected = {int(r): tuple(e["compile_id"] or graph_execution.UNKNOWN for e in order) for r, order in truth.items()}
     assert {r.rank: r.graph_execution_order for r in rep.ranks} == expected

@@ -19,7 +19,8 @@ import pytest
 
 from helpers import DATA, ROOT, cli, make_report, render_text
 from tcinspect import serialize
-from tcinspect.parse import logfiles, torchtrace
+from tcinspect.errors import TraceLogError
+from tcinspect.parse import logfiles, rankpool
 
 CPU = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0"
 DDP = CPU / "ddp_rank_branch"
@@ -44,7 +45,7 @@ def _doc(rep) -> dict:
 
 @pytest.fixture(scope="module")
 def torch_named():
-    return torchtrace.read(DDP, jobs=1)
+    return rankpool.read(DDP, jobs=1)
 
 
 def test_logs_renamed_by_a_collector_read_as_torch_named_ones(tmp_path, torch_named):
@@ -53,7 +54,7 @@ def test_logs_renamed_by_a_collector_read_as_torch_named_ones(tmp_path, torch_na
     (tmp_path / "node1").mkdir()
     _plain(RANK1, tmp_path / "node1" / "trace-rank1.log")
     (tmp_path / "README.md").write_text("collected from 2 nodes\n")
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     assert [(r.rank, r.log) for r in rep.ranks] == [(0, "dedicated_log_torch_trace_rank_0.log.gz"),
                                                     (1, "node1/trace-rank1.log")]
     assert _doc(rep) == _doc(torch_named)
@@ -68,7 +69,7 @@ def test_the_rank_only_in_the_records(tmp_path, torch_named):
     _plain(RANK0, tmp_path / "dedicated_log_torch_trace_k2j4.log")
     found = logfiles.rank_logs(tmp_path)
     assert {r: f.name for r, f in found.ranks.items()} == {0: "dedicated_log_torch_trace_k2j4.log", 1: "a.log.gz"}
-    assert _doc(torchtrace.read(tmp_path, jobs=1)) == _doc(torch_named)
+    assert _doc(rankpool.read(tmp_path, jobs=1)) == _doc(torch_named)
 
 
 def test_restarts_and_logs_without_a_rank_are_listed_with_why(tmp_path):
@@ -106,15 +107,15 @@ def test_a_directory_with_no_log_names_what_it_saw(capsys, tmp_path):
 def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_worker(tmp_path, monkeypatch):
     for rank in range(12):
         shutil.copy(RANK0 if rank % 3 else RANK1, tmp_path / f"rank_{rank}.log.gz")
-    one = torchtrace.read(tmp_path, jobs=1)
+    one = rankpool.read(tmp_path, jobs=1)
     entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(12)]
 
     def ahead_of_a_slow_reader(budget, pause):
         """Ranks begun and not yet handed back at each entry the reader takes, and each worker's bytes in flight."""
         results, ahead, flying = [], [], []
         with monkeypatch.context() as m:
-            m.setattr(torchtrace, "_IN_FLIGHT", budget)
-            pool = torchtrace._Pool(entries, 2, None)
+            m.setattr(rankpool, "_IN_FLIGHT", budget)
+            pool = rankpool._Pool(entries, 2, None)
         with pool:
             for entry in pool:
                 results.append(entry[0])
@@ -128,13 +129,13 @@ def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_wo
     # a budget below one entry: each worker has one entry waiting for the reader and one rank being read, at most
     ahead, flying = ahead_of_a_slow_reader(1, 0.05)
     assert max(ahead) <= 2 * 2 and max(ahead) > 2, ahead
-    assert all(b <= torchtrace._ENTRY_BYTES + 2_000_000 for f in flying for b in f), flying
+    assert all(b <= rankpool._ENTRY_BYTES + 2_000_000 for f in flying for b in f), flying
     # the default budget (32 MB a worker) holds many of these small entries: the workers run ahead of the reader,
     # and what they have in flight stays within it
-    ahead, flying = ahead_of_a_slow_reader(torchtrace._IN_FLIGHT, 0.15)
+    ahead, flying = ahead_of_a_slow_reader(rankpool._IN_FLIGHT, 0.15)
     assert max(ahead) > 2 * 2, ahead
-    assert all(b <= torchtrace._IN_FLIGHT for f in flying for b in f), flying
-    two = torchtrace.read(tmp_path, jobs=2)
+    assert all(b <= rankpool._IN_FLIGHT for f in flying for b in f), flying
+    two = rankpool.read(tmp_path, jobs=2)
     assert serialize.to_dict(two, timings=False) == serialize.to_dict(one, timings=False)
     # ranks that compiled alike share their parts, read once
     assert two.ranks[1].stages.inductor is two.ranks[2].stages.inductor
@@ -144,25 +145,25 @@ def test_a_worker_that_fails_or_is_killed_ends_the_reading_with_one_line(tmp_pat
     for rank in range(4):
         shutil.copy(RANK0, tmp_path / f"rank_{rank}.log.gz")
     entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(4)]
-    real = torchtrace.read_rank
+    real = rankpool.RankReader.read
 
-    def failing(entry):
+    def failing(reader, entry):
         if entry[0] == 3:
             raise ValueError("a bug in reading rank 3")
-        return real(entry)
+        return real(reader, entry)
 
-    monkeypatch.setattr(torchtrace, "read_rank", failing)  # the forked workers have it too
+    monkeypatch.setattr(rankpool.RankReader, "read", failing)  # the forked workers have it too
     with pytest.raises(ValueError, match="a bug in reading rank 3"):
-        list(torchtrace._map(entries, 2))
+        list(rankpool._map(entries, 2))
 
-    def killed(entry):
+    def killed(reader, entry):
         if entry[0] == 3:
             os.kill(os.getpid(), 9)
-        return real(entry)
+        return real(reader, entry)
 
-    monkeypatch.setattr(torchtrace, "read_rank", killed)
-    with pytest.raises(torchtrace.TraceLogError, match=r"ended with exit code -9 \(killed: out of memory\?\)") as exc:
-        list(torchtrace._map(entries, 2))
+    monkeypatch.setattr(rankpool.RankReader, "read", killed)
+    with pytest.raises(TraceLogError, match=r"ended with exit code -9 \(killed: out of memory\?\)") as exc:
+        list(rankpool._map(entries, 2))
     assert exc.value.fix == "read with fewer processes (--jobs 2, or --jobs 1)"
     code, out, err = cli(capsys, "trace", str(tmp_path), "--jobs", "2")
     assert code == 2 and out == "" and "ended with exit code -9" in err and "Traceback" not in err
@@ -187,7 +188,7 @@ def served(tmp_path_factory):
     shutil.copy(RANK0, d / "node0" / "dedicated_log_torch_trace_rank_0.log.gz")
     _plain(RANK1, d / "rank_1.log")
     (d / "notes.txt").write_text("not a log\n")
-    return d, torchtrace.read(d, jobs=1)
+    return d, rankpool.read(d, jobs=1)
 
 
 @pytest.fixture
@@ -213,13 +214,13 @@ def http_server(served):
 
 def test_logs_over_http(capsys, http_server, served):
     start = time.monotonic()
-    rep = torchtrace.read(f"{http_server}/trace/", jobs=1)  # the server's directory listing
+    rep = rankpool.read(f"{http_server}/trace/", jobs=1)  # the server's directory listing
     assert [(r.rank, r.log) for r in rep.ranks] == [(0, "node0/dedicated_log_torch_trace_rank_0.log.gz"),
                                                     (1, "rank_1.log")]
     assert _doc(rep) == _doc(served[1]) and rep.target.path == f"{http_server}/trace/"
     assert [f.name for f in rep.parse.ignored_files] == ["notes.txt"]
-    one = torchtrace.read(f"{http_server}/trace/rank_1.log")  # one file, streamed
-    assert one.summary == torchtrace.read(served[0] / "rank_1.log").summary
+    one = rankpool.read(f"{http_server}/trace/rank_1.log")  # one file, streamed
+    assert one.summary == rankpool.read(served[0] / "rank_1.log").summary
     code, out, err = cli(capsys, "breaks", f"{http_server}/trace/", "--jobs", "2", "-f", "json")
     assert code == 0 and "Traceback" not in err and '"ranks"' in out
     code, out, err = cli(capsys, "trace", f"{http_server}/trace/missing.log")
@@ -255,7 +256,7 @@ def s3_server(served, monkeypatch):
 
 def test_logs_on_an_s3_compatible_server(capsys, s3_server, served):
     start = time.monotonic()
-    rep = torchtrace.read(s3_server, jobs=1)
+    rep = rankpool.read(s3_server, jobs=1)
     assert [(r.rank, r.log) for r in rep.ranks] == [(0, "node0/dedicated_log_torch_trace_rank_0.log.gz"),
                                                     (1, "rank_1.log")]
     assert _doc(rep) == _doc(served[1])
@@ -320,11 +321,11 @@ def test_a_long_divergence_is_cut_in_the_table_only():
 def test_the_pool_is_sized_to_the_idle_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
-    assert torchtrace.workers(None, 256) == 16 and torchtrace.workers(None, 3) == 3 and torchtrace.workers(4, 256) == 4
+    assert rankpool.workers(None, 256) == 16 and rankpool.workers(None, 3) == 3 and rankpool.workers(4, 256) == 4
     monkeypatch.setattr(os, "getloadavg", lambda: (13.6, 0.0, 0.0))  # other jobs keep 13-14 cores busy
-    assert torchtrace.workers(None, 256) == 2
+    assert rankpool.workers(None, 256) == 2
     monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 0.0, 0.0))
-    assert torchtrace.workers(None, 256) == 1
+    assert rankpool.workers(None, 256) == 1
 
 
 def test_the_benchmarks_varied_ranks_are_logs_torch_could_have_written(tmp_path):
@@ -338,7 +339,7 @@ def test_the_benchmarks_varied_ranks_are_logs_torch_could_have_written(tmp_path)
     logs = sorted(out.iterdir(), key=lambda p: int(p.name.split("_rank_")[1].split("_")[0]))
     assert logs[0].read_bytes() == gzip.decompress(source.read_bytes())  # rank 0 is the recording itself
     assert len({p.read_bytes() for p in logs}) == 3
-    rep = torchtrace.read(out, jobs=1)
+    rep = rankpool.read(out, jobs=1)
     assert rep.parse is None or (rep.parse.payload_mismatches, rep.parse.truncated_payloads) == (0, 0)
     for rank, r in enumerate(rep.ranks):
         code = r.stages.dynamo.graphs[0].graph.code
@@ -360,6 +361,6 @@ def test_the_benchmarks_varied_outliers_log_their_own_gpu(tmp_path):
     assert b"cuda:1" in cut and b"cuda:0" not in cut
     assert len(cut) < 0.7 * len(log[8].read_bytes())
     assert b"cuda:5" in hit and b"cuda:0" not in hit and b'"fx_graph_cache_hit"' in hit
-    rep = torchtrace.read(log[5])
+    rep = rankpool.read(log[5])
     assert rep.parse is None or rep.parse.payload_mismatches == 0
     assert "cuda:5" in rep.stages.dynamo.graphs[0].graph.code

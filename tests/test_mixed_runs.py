@@ -22,7 +22,7 @@ from tcinspect import serialize
 from tcinspect.analysis import checks
 from tcinspect.analysis import divergence as analysis
 from tcinspect.derived.divergence import divergences
-from tcinspect.parse import torchtrace
+from tcinspect.parse import rankpool
 from tcinspect.parse.merge import merge
 from tcinspect.render import ranks as render_ranks
 from tcinspect.render import table as single
@@ -65,7 +65,7 @@ def _mixed(rep) -> dict:
 
 
 def test_ranks_of_one_program_that_differ_only_in_object_ids_do_not_diverge():
-    rep = torchtrace.read(OBJ, jobs=1)
+    rep = rankpool.read(OBJ, jobs=1)
     reasons = [r.stages.dynamo.recompiles[0].reasons for r in rep.ranks]
     # torch's own reason names fn's id, which differs by process; the report keeps it as torch wrote it
     assert all(len(x) == 1 and x[0].startswith("0/0: ___check_obj_id(fn.__code__, ") for x in reasons), reasons
@@ -125,7 +125,7 @@ def test_every_comparison_masks_object_ids_and_addresses_but_not_sizes():
 def test_one_log_copied_under_two_ranks_names_is_said(tmp_path, capsys):
     for rank in (0, 1):
         shutil.copy(LOGS[0], tmp_path / f"dedicated_log_torch_trace_rank_{rank}_x.log.gz")
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     size = len(_text(LOGS[0]).encode())
     mixed = _mixed(rep)
     assert list(mixed) == ["copy", "rank"]
@@ -153,7 +153,7 @@ def test_one_log_copied_under_two_ranks_names_is_said(tmp_path, capsys):
 def test_the_recorded_job_itself_is_one_run(capsys):
     code, _, err = cli(capsys, "trace", str(OBJ), "--stage", "summary")
     assert code == 0 and "not one run's" not in err
-    rep = torchtrace.read(OBJ, jobs=1)
+    rep = rankpool.read(OBJ, jobs=1)
     origins = [r.origin for r in rep.ranks]
     assert [o.records_rank for o in origins] == [0, 1] and origins[0].pid != origins[1].pid
     assert origins[0].torch_version == "2.13.0+cpu" and origins[0].script.endswith("record_obj_id.py:79")
@@ -164,7 +164,7 @@ def test_the_recorded_job_itself_is_one_run(capsys):
 def test_a_rank_log_renamed_to_another_rank_is_said(tmp_path):
     shutil.copy(LOGS[0], tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz")
     shutil.copy(LOGS[1], tmp_path / "dedicated_log_torch_trace_rank_2_x.log.gz")
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     assert _mixed(rep) == {"rank": [((2,), "records say rank 1")]}
 
 
@@ -173,7 +173,7 @@ def test_copies_of_one_process_s_log_with_the_rank_edited_are_said(tmp_path):
     shutil.copy(LOGS[0], tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz")
     (tmp_path / "dedicated_log_torch_trace_rank_1_x.log").write_text(
         _headers(_text(LOGS[0]), lambda line: line.replace('"rank": 0,', '"rank": 1,')))
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     started = rep.ranks[0].origin.started
     assert re.fullmatch(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}", started)
     assert _mixed(rep) == {"process": [((0, 1), f"pid {rep.ranks[0].origin.pid}, first record {started}")]}
@@ -189,7 +189,7 @@ def test_a_log_of_another_day_torch_and_script_is_said(tmp_path, capsys):
 
     shutil.copy(LOGS[0], tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz")
     (tmp_path / "dedicated_log_torch_trace_rank_1_x.log").write_text(_headers(_text(LOGS[1]), elsewhere))
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     mixed = _mixed(rep)
     assert list(mixed) == ["started", "torch", "script"]
     day = rep.ranks[0].origin.started[:14]
@@ -210,7 +210,7 @@ def test_torch_versions_are_compared_and_a_missing_one_is_unknown(tmp_path, caps
     (tmp_path / "dedicated_log_torch_trace_rank_1_x.log").write_text(
         _headers(_text(LOGS[1]), lambda line: line.replace('"pytorch_version": "2.13.0+cpu"',
                                                            '"pytorch_version": "2.14.0+cpu"')))
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     assert _mixed(rep) == {"torch": [((0,), "2.13.0+cpu"), ((1,), "2.14.0+cpu")]}
     # a torch that logs no version (compilation_metrics without pytorch_version, as torch of August 2025 wrote)
     none = tmp_path / "none"
@@ -218,7 +218,7 @@ def test_torch_versions_are_compared_and_a_missing_one_is_unknown(tmp_path, caps
     for rank, log in enumerate(LOGS):
         (none / f"dedicated_log_torch_trace_rank_{rank}_x.log").write_text(
             _headers(_text(log), lambda line: line.replace('"pytorch_version": "2.13.0+cpu", ', "")))
-    rep = torchtrace.read(none, jobs=1)
+    rep = rankpool.read(none, jobs=1)
     assert rep.torch_version == "" and rep.mixed_runs == ()
     assert "torch unknown · cpu" in render_text(single.header(rep))
     assert "torch  " not in render_text(single.header(rep))
@@ -265,7 +265,7 @@ def test_the_headline_of_recorded_ranks_one_of_which_stopped_compiling_names_wha
     cut = re.search(r'^V[^\n]*"frame_compile_id": 1,', text, re.MULTILINE)
     assert cut is not None
     (tmp_path / "dedicated_log_torch_trace_rank_1_x.log").write_text(text[:cut.start()])
-    rep = torchtrace.read(tmp_path, jobs=1)
+    rep = rankpool.read(tmp_path, jobs=1)
     shown = render_text(render_ranks.divergence(rep), width=300)
     assert shown.startswith("Divergence: rank 1 did not compile 0/1 (apply), which rank 0 compiled; rank 0 runs 2 "
                             "collectives in the compiled graphs, rank 1 runs 1 (a collective")

@@ -170,10 +170,10 @@ def test_a_torch_trace_log_gives_the_live_regions(case):
     import json
 
     from tcinspect import serialize
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import rankpool
 
     truth = json.loads((LOGS / f"regions_{case}.truth.json").read_text(encoding="utf-8"))
-    rep = torchtrace.read(LOGS / f"regions_{case}.log.gz")
+    rep = rankpool.read(LOGS / f"regions_{case}.log.gz")
     assert rep.regions is not None
     got = _without_times(serialize.to_dict(rep)["regions"])
     assert got == _without_times(truth["regions"])

@@ -122,20 +122,20 @@ def test_a_failed_capture_is_a_report_with_a_typed_failure(tmp_path):
 
 def test_a_failed_log_ends_with_its_failure_even_under_strict(tmp_path, monkeypatch, capsys):
     # a log of a failed compile that is also damaged: --strict does not hide the failure behind exit 2
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import rankpool
     from tcinspect.report import ParseHealth
 
     log = tmp_path / "dedicated_log_torch_trace_x.log"
     log.write_text("")
     failed = make_report(target=Target(kind="torch_trace", path=str(log)),
                          error="inductor stage failed: boom", parse=ParseHealth(lines_not_understood=2))
-    monkeypatch.setattr(torchtrace, "read", lambda file, rank=None, jobs=None: failed)
+    monkeypatch.setattr(rankpool, "read", lambda file, rank=None, jobs=None: failed)
     got, _, err = cli(capsys, "trace", str(log), "--strict", "--stage", "summary")
     assert got == ExitCode.STAGE_FAILED, err
     assert err.strip().splitlines()[-1] == (
         "tcinspect: error: inductor stage failed: boom — the log shows the stages that worked before it")
     # the same log without the failure: --strict refuses what the parser did not understand
-    monkeypatch.setattr(torchtrace, "read", lambda file, rank=None, jobs=None: replace(failed, error=""))
+    monkeypatch.setattr(rankpool, "read", lambda file, rank=None, jobs=None: replace(failed, error=""))
     got, _, err = cli(capsys, "trace", str(log), "--strict", "--stage", "summary")
     assert got == ExitCode.USAGE_ERROR and "--strict fails on anything" in err
 

@@ -248,9 +248,9 @@ def test_recordings_of_each_cpu_torch_read_the_same_symbol(version):
 @pytest.mark.parametrize("version", ["torch-2.13.0", "torch-2.15.0"])
 def test_torch_trace_logs_name_the_files_of_shape_events(version):
     """A TORCH_TRACE log interns file names (`str` records): the reader names them."""
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import rankpool
 
-    rep = torchtrace.read(Path(__file__).resolve().parent / "data" / "torch_trace" / version / "recompile_scalar.log.gz")
+    rep = rankpool.read(Path(__file__).resolve().parent / "data" / "torch_trace" / version / "recompile_scalar.log.gz")
     (y,) = rep.shapes.symbols
     assert (y.source, y.hint, Path(y.user_frame.file).name, y.user_frame.line) == \
         ("L['multiplier']", "3.0", "recompile_scalar.py", 6)
@@ -368,12 +368,12 @@ def test_gpt2_s_backward_guards_read_as_what_torch_enforced():
     graph without a recompile. Each is marked not enforced, with the stage that added it, and the shapes view
     does not read it as a specialization."""
     from helpers import render_text
-    from tcinspect.parse import torchtrace
+    from tcinspect.parse import rankpool
     from tcinspect.parse.shape_guards import _predicate
     from tcinspect.render import shapes as render
 
     log = Path(__file__).resolve().parent / "data" / "torch_trace" / "torch-2.13.0" / "gpt2_train_lengths.log.gz"
-    rep = torchtrace.read(str(log))
+    rep = rankpool.read(str(log))
     assert [g.compile_id for g in rep.stages.dynamo.graphs] == ["0/0", "0/1"]  # four lengths, two compiles
     later = (24, 32)  # the calls after the one that compiled 0/1, run by it (no third compile)
     guards = rep.shapes.guards

@@ -20,7 +20,8 @@ import pytest
 
 from helpers import cli, render_text
 from tcinspect import serialize
-from tcinspect.parse import logfiles, torchtrace
+from tcinspect.parse import logfiles, rankpool, tracelog
+from tcinspect.parse.merge import merge_ranks
 from tcinspect.render import ranks as render_ranks
 from tcinspect.report import Report
 
@@ -92,7 +93,7 @@ def _strip(doc: dict, inferred: set) -> None:
 
 @pytest.mark.parametrize(("where", "name"), RUNS, ids=[f"{w.name}-{m}" for w, m in RUNS])
 def test_a_log_reads_into_the_live_capture_s_report(where, name):
-    live, log = _live(name, where), torchtrace.read(where / f"{name}.log.gz")
+    live, log = _live(name, where), rankpool.read(where / f"{name}.log.gz")
     assert log.torch_version == live.torch_version and log.device == live.device == ("cuda" if where == GPU else "cpu")
     inferred = {(o.aot_id, k.name) for o in log.stages.inductor.outputs for k in o.kernels if k.provenance == "unknown"}
     # only backward kernels lack Inductor's statement in a log (tcinspect's own record carried it live)
@@ -118,7 +119,7 @@ def test_a_directory_of_rank_logs_reads_into_the_live_distributed_report():
     --nproc 2 captured them: the directory gives the same merged report, ranks and divergence."""
     d = CPU / "ddp_rank_branch"
     live = serialize.from_dict(json.loads(gzip.decompress((d / "ddp_rank_branch.live.json.gz").read_bytes())))
-    log = torchtrace.read(d, jobs=2)
+    log = rankpool.read(d, jobs=2)
     assert [r.rank for r in log.ranks] == [0, 1]
     assert log.parse is not None and log.parse.files_ignored == 1 and not log.parse.damaged  # the live report
     inferred = {(o.aot_id, k.name) for r in log.ranks for o in r.stages.inductor.outputs for k in o.kernels
@@ -134,13 +135,13 @@ def test_a_directory_of_rank_logs_reads_into_the_live_distributed_report():
 
 
 def test_the_logs_hold_what_the_models_do():
-    assert _live("graph_breaks").summary.graph_breaks == torchtrace.read(CPU / "graph_breaks.log.gz").summary.graph_breaks == 3
-    rec = torchtrace.read(CPU / "recompile_scalar.log.gz").stages.dynamo.recompiles
+    assert _live("graph_breaks").summary.graph_breaks == rankpool.read(CPU / "graph_breaks.log.gz").summary.graph_breaks == 3
+    rec = rankpool.read(CPU / "recompile_scalar.log.gz").stages.dynamo.recompiles
     assert [r.compile_id for r in rec] == ["0/1"] and "multiplier" in rec[0].reasons[0]
 
 
 def test_the_h100_log_gives_graphs_kernels_and_inductor_s_provenance():
-    rep = torchtrace.read(H100)
+    rep = rankpool.read(H100)
     assert (rep.torch_version, rep.device, rep.options.backend, rep.parse) == ("2.11.0+cu130", "cuda", "inductor", None)
     s = rep.summary
     assert (s.graphs, s.aot_graphs, s.guards, s.cache_misses) == (1, 3, 64, 2)
@@ -184,7 +185,7 @@ def rank_dir(tmp_path_factory):
 
 
 def test_a_directory_is_merged_with_cache_divergence(rank_dir):
-    rep = torchtrace.read(rank_dir, jobs=2)
+    rep = rankpool.read(rank_dir, jobs=2)
     assert [r.rank for r in rep.ranks] == [0, 1, 2, 3] and rep.ok
     assert rep.parse is not None and rep.parse.files_ignored == 1 and not rep.parse.damaged
     from tcinspect.analysis import checks
@@ -208,7 +209,7 @@ def test_compile_id_divergence_between_rank_logs(tmp_path):
     _copy(CPU / "graph_breaks.log.gz", tmp_path / "dedicated_log_torch_trace_rank_1_a.log")
     from tcinspect.derived.divergence import divergences
 
-    rep = torchtrace.read(tmp_path)
+    rep = rankpool.read(tmp_path)
     divs = divergences(rep.ranks)
     ids = next(d for d in divs if d.aspect == "compile_ids")
     breaks = [m.compile_id for m in rep.ranks[1].compiles]
@@ -217,7 +218,7 @@ def test_compile_id_divergence_between_rank_logs(tmp_path):
 
 
 def test_one_rank_of_a_directory(rank_dir):
-    one = torchtrace.read(rank_dir, rank=3)
+    one = rankpool.read(rank_dir, rank=3)
     assert not one.ranks and one.summary.cache_hits == 2
 
 
@@ -252,9 +253,9 @@ def test_every_reader_command_reads_a_log(capsys, command):
 def test_blocks_split_anywhere_give_the_same_events(monkeypatch, tmp_path):
     log = tmp_path / "tiny.log"
     _copy(CPU / "tiny.log.gz", log)
-    whole, health = torchtrace.read_log(log)
-    monkeypatch.setattr(torchtrace, "_BLOCK", 7)  # records and payloads cut at every few bytes
-    pieces, small = torchtrace.read_log(log)
+    whole, health = tracelog.read_log(log)
+    monkeypatch.setattr(tracelog, "_BLOCK", 7)  # records and payloads cut at every few bytes
+    pieces, small = tracelog.read_log(log)
     assert [(e.name, e.compile_id, e.meta, e.payload) for e in pieces] == \
         [(e.name, e.compile_id, e.meta, e.payload) for e in whole]
     assert (small.records, small.payload_mismatches, health.payload_mismatches) == (health.records, 0, 0)
@@ -277,7 +278,7 @@ def test_interned_files_compiled_autograd_ids_and_records_without_a_compile_id(t
     ]
     log = tmp_path / "dedicated_log_torch_trace_x.log"
     log.write_text("\n".join(lines) + "\n")
-    events, health = torchtrace.read_log(log)
+    events, health = tracelog.read_log(log)
     assert (health.records, health.payload_mismatches, health.lines_not_understood) == (4, 0, 0)
     start, graph, version = events
     assert start.meta["stack"][0]["filename"] == "/home/user/train.py"
@@ -304,13 +305,13 @@ def test_which_files_of_a_directory_are_rank_logs(tmp_path):
     single.mkdir()
     shutil.copy(CPU / "tiny.log.gz", single / "dedicated_log_torch_trace_k2j4.log.gz")
     assert list(logfiles.rank_logs(single).ranks) == [0]
-    assert torchtrace.read(single).summary == torchtrace.read(CPU / "tiny.log.gz").summary
+    assert rankpool.read(single).summary == rankpool.read(CPU / "tiny.log.gz").summary
 
 
 def test_the_divergence_is_found_once_as_ranks_merge_and_an_older_saved_report_gets_it_on_reading(capsys):
     from tcinspect.derived.divergence import divergences
 
-    rep = torchtrace.read(CPU / "ddp_rank_branch", jobs=1)
+    rep = rankpool.read(CPU / "ddp_rank_branch", jobs=1)
     assert rep.divergence and rep.divergence == divergences(rep.ranks)
     # the views read the report's own divergence, not the ranks again: one emptied shows the ranks agreeing
     agreeing = rep.replace(divergence=())
@@ -328,17 +329,16 @@ def test_each_rank_s_divergence_keys_are_made_where_it_is_read_and_the_reader_on
     from tcinspect.derived import divergence
 
     logs = sorted((CPU / "ddp_rank_branch").glob("*.log.gz"))
-    monkeypatch.setattr(torchtrace, "_sent", set())  # a pool worker's: the same keys travel once
-    entries = [torchtrace.read_rank((r, str(logs[r % 2]))) for r in range(3)]
-    assert [bool(data) for _, data in (e[3] for e in entries)] == [True, True, False]
-    monkeypatch.setattr(torchtrace, "_sent", None)
-    alone = torchtrace.merge_ranks(entries, "d", (), {})
+    worker = rankpool.RankReader(worker=True)  # a pool worker's: the same keys travel once
+    entries = [worker.read((r, str(logs[r % 2]))) for r in range(3)]
+    assert [bool(data) for _, data in (e.keys for e in entries)] == [True, True, False]
+    alone = merge_ranks(entries, "d", (), {})
 
     def made_again(rank):
         raise AssertionError(f"rank {rank.rank}'s keys were made again by the reader")
 
     monkeypatch.setattr(divergence, "rank_keys", made_again)
-    rep = torchtrace.merge_ranks(entries, "d", (), {})
+    rep = merge_ranks(entries, "d", (), {})
     monkeypatch.undo()
     assert rep.divergence == alone.divergence == divergence.divergences(rep.ranks)
     assert [(d.compile_id, d.aspect) for d in rep.divergence] == [
@@ -349,8 +349,8 @@ def test_each_rank_s_divergence_keys_are_made_where_it_is_read_and_the_reader_on
 
 def test_rank_keys_do_not_depend_on_the_process():
     """A rank's keys (its guards are a set) are the same bytes in processes with other string hashes."""
-    code = ("import sys; from tcinspect.parse import torchtrace; from tcinspect.derived import divergence as d; "
-            "from tcinspect.report import RankReport; rep, splits = torchtrace.log_report(sys.argv[1]); "
+    code = ("import sys; from tcinspect.parse import tracelog; from tcinspect.derived import divergence as d; "
+            "from tcinspect.report import RankReport; rep, splits = tracelog.log_report(sys.argv[1]); "
             "k = d.rank_keys(RankReport(0, 'ok', stages=rep.stages, compiles=rep.compiles, ddp_splits=splits)); "
             "print(b''.join(x for _, ds in k.compiles for x in ds).hex())")
     log = str(sorted((CPU / "ddp_rank_branch").glob("*.log.gz"))[0])

@@ -67,7 +67,7 @@ def is_report_path(file: str) -> bool:
 def is_torch_trace(file: str) -> bool:
     """Whether ``file`` is a TORCH_TRACE log (``.gz`` too) or a directory, read as logs, not run; a URL always is."""
     from tcinspect.parse import logfiles
-    from tcinspect.parse.torchtrace import is_log
+    from tcinspect.parse.tracelog import is_log
 
     if logfiles.is_url(file):
         return True
@@ -91,9 +91,9 @@ def resolve(request: Request) -> Obtained:
         if nproc is not None:
             raise UsageError(f"{file} is a TORCH_TRACE log, read as it is: --nproc runs a model file",
                              "leave out --nproc")
-        from tcinspect.parse import logfiles, torchtrace
+        from tcinspect.parse import logfiles, rankpool
 
-        rep = torchtrace.read(file, rank=rank, jobs=request.jobs)
+        rep = rankpool.read(file, rank=rank, jobs=request.jobs)
         what = "TORCH_TRACE directory" if rep.ranks or logfiles.is_directory(file) else "TORCH_TRACE log"
         ranks = f", {len(rep.ranks)} ranks" if rep.ranks else (f", rank {rank}" if rank is not None else "")
         ranks += _files_read(rep)

@@ -213,7 +213,7 @@ def _inductor_outputs(cid: str, events: list[Event], anchors: Optional[Graph]) -
 @memoized
 def _outputs(cid: str, records: tuple[tuple[str, str], ...], anchors: Optional[Graph]) -> tuple[OutputCode, ...]:
     """Inductor's outputs of compile ``cid`` from its records' (name, payload) in order: ranks that compiled alike
-    log the same payloads (one text each, parse/torchtrace.py), so a process reading several builds them once."""
+    log the same payloads (one text each, parse/tracelog.py), so a process reading several builds them once."""
     outputs: list[OutputCode] = []
     statements: list[provenance.Statement] = []
     post_grad: Optional[Graph] = None

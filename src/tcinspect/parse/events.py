@@ -278,7 +278,7 @@ def parse_health(events: Iterable[Event], lines_not_understood: int = 0,
 
     ``unreadable``: known artifacts whose payload a stage parser could not read, by name
     (parse/provenance.py: ``unreadable``). The other counts are a TORCH_TRACE log's
-    (parse/torchtrace.py).
+    (parse/tracelog.py).
     """
     unknown: dict[str, int] = {}
     for ev in events:

@@ -2,7 +2,7 @@
 
 Live captures (capturing/engine.py), the isolated child's events after a crash or timeout
 (capturing/isolate.py), ranks that ended without a report (capturing/launcher.py), recorded traces and
-TORCH_TRACE logs (parse/torchtrace.py) all call ``report_from_events``. Pure: no torch import, so a log
+TORCH_TRACE logs (parse/tracelog.py) all call ``report_from_events``. Pure: no torch import, so a log
 from any machine reads anywhere (tests/test_layout.py says so).
 """
 

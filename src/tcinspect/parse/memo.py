@@ -1,7 +1,7 @@
 """Pure parsers' results kept by their arguments while the ranks of one directory are read. No torch import.
 
 The ranks of a job compile the same graphs: their logs hold the same graph code, guards, kernels and cache keys,
-byte for byte, beside timestamps and times of their own. While ``across_ranks`` is on (parse/torchtrace.py turns
+byte for byte, beside timestamps and times of their own. While ``across_ranks`` is on (parse/rankpool.py turns
 it on for the ranks one process reads), a function decorated with ``memoized`` gives the result it gave for
 equal arguments earlier instead of parsing again; the result is the same value (every parser so decorated is a
 pure function returning frozen dataclasses, tuples and strings), so a report is the same either way. Kept results
