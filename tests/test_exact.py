@@ -170,18 +170,18 @@ def _recompiled(monkeypatch) -> list:
 
 @pytest.mark.torch
 def test_a_report_whose_backend_failed_does_not_answer_for_another_backend(model_file, monkeypatch):
-    from tcinspect.request import Request, resolve
+    from tcinspect.request import Request, obtained
 
     inductor, eager = Options(backend="inductor"), Options(backend="eager")
     _stored(model_file, longformer()[0], inductor)
     calls = _recompiled(monkeypatch)
-    got = resolve(Request(file=str(model_file), compile=eager.compile, also_accept=(inductor,), isolate=False))
+    got = obtained(Request(file=str(model_file), compile=eager.compile, also_accept=(inductor,), isolate=False))
     assert calls == [eager] and got.note == ""  # compiled again, with the backend asked for
 
 
 @pytest.mark.torch
 def test_a_reused_report_says_which_recorded_options_it_answers_for(model_file, monkeypatch):
-    from tcinspect.request import Request, resolve
+    from tcinspect.request import Request, obtained
 
     inductor, eager = Options(backend="inductor"), Options(backend="eager")
     evs, _ = events.read_trace(DATA / "cpu-traces" / "2.13.0" / "tiny.jsonl.gz")
@@ -189,13 +189,13 @@ def test_a_reused_report_says_which_recorded_options_it_answers_for(model_file, 
                                          device="cpu", torch_version="2.13.0")
     _stored(model_file, tiny, inductor)
     calls = _recompiled(monkeypatch)
-    got = resolve(Request(file=str(model_file), compile=eager.compile, also_accept=(inductor,), isolate=False))
+    got = obtained(Request(file=str(model_file), compile=eager.compile, also_accept=(inductor,), isolate=False))
     assert calls == [] and got.report.options.backend == "inductor"
     assert "recorded with: backend=inductor (asked: backend=eager)" in got.note
     # with no FILE, the latest report answers, and says so when it was recorded with other options
     from tcinspect.report import CompileOptions
 
-    latest = resolve(Request(compile=CompileOptions(backend="inductor", backward=False)))
+    latest = obtained(Request(compile=CompileOptions(backend="inductor", backward=False)))
     assert "recorded with: backward (asked: no backward)" in latest.note and f"give {model_file}" in latest.note
 
 

@@ -270,7 +270,7 @@ def test_debug_is_the_option_not_a_word_anywhere_in_argv(capsys):
 def test_choices_are_checked_while_the_command_line_is_parsed(capsys, monkeypatch, args, line):
     from tcinspect import request
 
-    monkeypatch.setattr(request, "resolve", lambda r: pytest.fail("a bad choice reached the library"))
+    monkeypatch.setattr(request, "obtained", lambda r: pytest.fail("a bad choice reached the library"))
     code, out, err = cli(capsys, *args)
     assert (code, out, err.strip()) == (ExitCode.USAGE_ERROR, "", f"tcinspect: error: {line}")
 

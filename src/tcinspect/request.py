@@ -44,11 +44,6 @@ def obtain(request: Request) -> Report:
     return obtained(request).report
 
 
-def obtained(request: Request) -> Obtained:
-    """``obtain``, with where the report came from and what the parser did not understand, for stderr."""
-    return resolve(request)
-
-
 #: The fix line of a failed capture, by failure kind, when the failure brings none of its own.
 CAPTURE_FIXES = {"stage": "the report shows the stages that worked; --debug for details",
                  "user_target": "fix that target (--debug for its traceback); the report shows what ran before it"}
@@ -79,9 +74,10 @@ def is_torch_trace(file: str) -> bool:
     return is_log(path)
 
 
-def resolve(request: Request) -> Obtained:
-    """``_resolve``, then ``request.rank`` picks one rank of a distributed report or TORCH_TRACE directory, and
-    ``request.strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
+def obtained(request: Request) -> Obtained:
+    """``obtain``, with where the report came from and what the parser did not understand, for stderr: the report of
+    ``request.file`` (``_of_file``), then ``request.rank`` picks one rank of a distributed report or TORCH_TRACE
+    directory, and ``request.strict`` turns what the parser did not understand (Report.parse) into an error (exit 2)."""
     file, rank, nproc = request.file, request.rank, request.nproc
     logs = file is not None and not is_report_path(file) and is_torch_trace(file)
     if rank is not None and not logs and nproc is None and (file is None or not is_report_path(file)):
@@ -105,7 +101,7 @@ def resolve(request: Request) -> Obtained:
             rep = _with_failure(rep, "the log shows the stages that worked before it")
         resolved = Obtained(rep, f"read {what} {file}{ranks}", _warning(rep))
     else:
-        resolved = _resolve(request)
+        resolved = _of_file(request)
         if rank is not None:
             resolved = Obtained(_one_rank(resolved.report, rank, file or ""), resolved.note)
     parse = resolved.report.parse
@@ -122,7 +118,7 @@ def load(file: str, rank: Optional[int] = None, strict: bool = False, jobs: Opti
     """A saved report or a TORCH_TRACE log or directory, never a capture (``tcinspect diff``)."""
     if not is_report_path(file) and not is_torch_trace(file):
         serialize.load(file)  # its own precise error (missing file, not a report)
-    return resolve(Request(file=file, rank=rank, strict=strict, jobs=jobs))
+    return obtained(Request(file=file, rank=rank, strict=strict, jobs=jobs))
 
 
 #: ignored files named on stderr; the rest are counted (every one is under parse.ignored_files in YAML/JSON)
@@ -195,7 +191,7 @@ def recorded_options_note(recorded: Options, asked: Options) -> str:
     return f"it answers for the options it was recorded with: {words(recorded, differ)} (asked: {words(asked, differ)})"
 
 
-def _resolve(request: Request) -> Obtained:
+def _of_file(request: Request) -> Obtained:
     """The report for ``request.file``: a saved report, a current cached one, or a new capture.
 
     ``also_accept`` lists other capture options whose cached reports answer too (a full

@@ -54,19 +54,19 @@ def device_of(model: Any, inputs: modelfile.Call) -> str:
     return "cpu"
 
 
-def failure_of(exc: BaseException, custom_backend: str = "") -> assemble.Failure:
+def failure_of(exc: BaseException, custom_backend: str = "") -> assemble.StageFailure:
     """The typed failure a compiler exception makes: its stage's, or the user's backend or pass (``user_target``)."""
     root = _compat.exceptions.compiler_error_root(exc)
     stage = _compat.exceptions.stage_of_exception(exc)
     if isinstance(root, custom.UserTargetError):
-        return assemble.Failure(stage, str(root), blame=str(root), fix=root.fix, kind="user_target")
+        return assemble.StageFailure(stage, str(root), blame=str(root), fix=root.fix, kind="user_target")
     if custom_backend and not _compat.exceptions.raised_in_torch(root):
         # the user's own backend raised (not torch code it called into): their bug, like a model that
         # raises; Dynamo's stage is where it called the backend
         msg = f"--backend '{custom_backend}' raised {modelfile.describe(root)}"
-        return assemble.Failure("dynamo", msg, blame=msg, fix="fix the backend (--debug shows the traceback)",
+        return assemble.StageFailure("dynamo", msg, blame=msg, fix="fix the backend (--debug shows the traceback)",
                                 kind="user_target")
-    return assemble.Failure(stage, modelfile.describe(root))
+    return assemble.StageFailure(stage, modelfile.describe(root))
 
 
 class Run:
@@ -77,7 +77,7 @@ class Run:
         self.fresh = fresh
         self.quiet = quiet
         self.recorder = Recorder(os.environ.get(EVENTS_FILE_ENV))
-        self.failure: Optional[assemble.Failure] = None
+        self.failure: Optional[assemble.StageFailure] = None
         self.seconds = 0.0
         self.calls = 0
         self.input_errors: list[InputSetError] = []

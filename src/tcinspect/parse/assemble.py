@@ -60,7 +60,7 @@ _AOT_EVENTS = {
 
 
 @dataclass(frozen=True)
-class Failure:
+class StageFailure:
     """What stopped a run, and at which stage ("dynamo", "aot_autograd", "inductor")."""
 
     stage: str
@@ -383,7 +383,7 @@ def build(
     events: Iterable[Event],
     *,
     backend: str = "inductor",
-    failure: Optional[Failure] = None,
+    failure: Optional[StageFailure] = None,
     side_table: Optional[SideTable] = None,
     backward_ran: bool = True,
 ) -> tuple[Stages, tuple[CompileMetrics, ...]]:
@@ -517,14 +517,14 @@ GRACEFUL = frozenset({"Unsupported", "SkipFrame", "RecompileLimitExceeded", "Res
                       "UncapturedHigherOrderOpError", "ObservedException"})
 
 
-def failure_from_metrics(metrics: Iterable[CompileMetrics], stages: Stages) -> Optional[Failure]:
+def failure_from_metrics(metrics: Iterable[CompileMetrics], stages: Stages) -> Optional[StageFailure]:
     """A failed compile recorded in compilation_metrics, attributed to the stage that failed."""
     for m in metrics:
         if not m.fail_type or m.fail_type.rsplit(".", 1)[-1] in GRACEFUL:
             continue
         has_aot = any(g.compile_id == m.compile_id for g in stages.aot_autograd.graphs)
         stage = "inductor" if has_aot else ("aot_autograd" if "Backend" in m.fail_type else "dynamo")
-        return Failure(stage, f"{m.fail_type}: {m.fail_reason.strip().splitlines()[0] if m.fail_reason else ''}".strip())
+        return StageFailure(stage, f"{m.fail_type}: {m.fail_reason.strip().splitlines()[0] if m.fail_reason else ''}".strip())
     return None
 
 

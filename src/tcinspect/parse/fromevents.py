@@ -41,7 +41,7 @@ def report_from_events(
     device: str,
     torch_version: str,
     source: SourceHealth = SourceHealth(),
-    failure: Optional[assemble.Failure] = None,
+    failure: Optional[assemble.StageFailure] = None,
     side_table: Optional[assemble.SideTable] = None,
     verification: Optional[Verification] = None,
     calls: int = 0,
@@ -63,7 +63,7 @@ def report_from_events(
                          unreadable=unreadable, payload_mismatches=source.payload_mismatches,
                          truncated_payloads=source.truncated_payloads, files_ignored=source.files_ignored)
 
-    def build(f: Optional[assemble.Failure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
+    def build(f: Optional[assemble.StageFailure]) -> tuple[Stages, tuple[CompileMetrics, ...]]:
         return assemble.build(events, backend=options.backend, failure=f, side_table=side_table,
                               backward_ran=options.backward or target.kind == "script")
 
@@ -119,6 +119,6 @@ def partial_report(events: Sequence[Event], why: str, *, target: Target, options
     """The report of a run that ended before it wrote its own (a crash, a timeout, a rank that was stopped):
     the stages its events show, the last one failed with ``why``."""
     stage = last_stage(events)
-    failure = assemble.Failure(stage, why, blame=f"{stage} stage: {why}", kind="crashed")
+    failure = assemble.StageFailure(stage, why, blame=f"{stage} stage: {why}", kind="crashed")
     return report_from_events(events, target=target, options=options, device=options.device or "?",
                               torch_version=torch_version, failure=failure, source=source)
