@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
-from tcinspect.report import Options, Report
+from tcinspect.report import Options
 
 if TYPE_CHECKING:
     from tcinspect.capturing.specverify import SpecCheck
@@ -40,28 +39,10 @@ def shapes(
     opts = capture.compile()
     rep = capture.obtain(file, script_args, compile=opts, also_accept=(Options.of(replace(opts, backend="inductor")),))
     backend, model, inputs = capture.backend, capture.model_name, capture.inputs_name
-    doc = render.document(rep)
     check: Optional[SpecCheck] = None
     if verify_spec:
-        check = _verify(rep, backend, model or "model", inputs)
-        doc["spec_check"] = None if check is None else {"compiles": check.compiles, "calls": check.calls,
-                                                        "error": check.error}
-    c.emit_document(doc, fmt, output, lambda: render.with_check(rep, check))
+        from tcinspect.capturing.specverify import verify_suggested
+
+        check = verify_suggested(rep, backend, model or "model", inputs)
+    c.emit_document(render.document(rep, check), fmt, output, lambda: render.with_check(rep, check))
     c.exit_for(rep)
-
-
-def _verify(rep: Report, backend: str, model: str, inputs: str) -> SpecCheck:
-    from tcinspect.analysis.shapes import suggested_spec
-    from tcinspect.capturing.specverify import verify_spec
-    from tcinspect.errors import UsageError
-
-    if rep.target.kind != "model" or not rep.target.path:
-        raise UsageError("--verify-spec needs a model file (it compiles the file's calls again)",
-                         "give the model file, not a saved report or a log")
-    spec = suggested_spec(rep)
-    marks = [(d.name, d.dim, max(d.low, 2), d.high) for d in (spec.dims if spec else ())
-             if d.status in ("dynamic", "recompiled")]
-    print(f"tcinspect: compiling the {rep.target.input_sets + 1} calls again with {len(marks)} dims marked dynamic",
-          file=sys.stderr)
-    return verify_spec(rep.target.path, marks, backend=backend if ":" not in backend else "eager",
-                       model_name=model, inputs_name=inputs)

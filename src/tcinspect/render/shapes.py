@@ -124,13 +124,14 @@ def shapes(rep: Report, limit: Optional[int] = None) -> RenderableType:
     return Group(*parts)
 
 
-def document(rep: Report) -> dict[str, Any]:
-    """The `shapes` command's YAML/JSON."""
+def document(rep: Report, check: Any = None) -> dict[str, Any]:
+    """The `shapes` command's YAML/JSON; with ``--verify-spec``, its ``spec_check`` (``check``: a SpecCheck, or None
+    when asked for and not run)."""
     from tcinspect import serialize
 
     spec = views.suggested_spec(rep)
     sh = rep.shapes
-    return {
+    doc: dict[str, Any] = {
         "target": rep.target.path or rep.target.model_name,
         "dynamic": rep.options.dynamic or "auto",
         "shapes": serialize.plain(sh) if sh is not None else None,
@@ -143,6 +144,9 @@ def document(rep: Report) -> dict[str, Any]:
         "suggested_spec": None if spec is None else {
             "mark_dynamic": list(spec.mark_dynamic), "dynamic_shapes": spec.dynamic_shapes, "blocked": spec.blocked},
     }
+    if check is not None:
+        doc["spec_check"] = {"compiles": check.compiles, "calls": check.calls, "error": check.error}
+    return doc
 
 
 def section_html(rep: Report) -> str:
