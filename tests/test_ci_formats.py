@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from helpers import cli
-from tcinspect.analysis.checks import Finding, Outcome
+from tcinspect.analysis.check.outcome import Finding, Outcome
 from tcinspect.render import checks as render
 
 
