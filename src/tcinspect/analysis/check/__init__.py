@@ -11,4 +11,5 @@ One module per idea, in the order a check run meets them:
 - ``ranks``: ranks that diverge
 - ``baseline``: a model's snapshot, the baseline file, and a report compared with its entry
 - ``judge``: one model's report judged by its limits, its ranks and its baseline entry
+- ``plan``: one run's models, limits and baseline from its options, checked before anything compiles; its verdict
 """

@@ -217,3 +217,14 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
     models: dict[str, dict[str, Any]] = data["models"]  # each entry checked above
     return models
 
+
+def updated(path: Path, snapshots: dict[str, dict[str, Any]]) -> str:
+    """The baseline's new text (``check --update``): this run's entries, over those of models it did not check."""
+    models: dict[str, dict[str, Any]] = {}
+    if path.is_file():
+        try:
+            models = load_baseline(path)
+        except Exception:  # noqa: BLE001 - a broken baseline is being replaced
+            models = {}
+    models.update(snapshots)
+    return dump_baseline(models)
