@@ -209,6 +209,7 @@ def guard_latency(model: str, rep: Report) -> Optional[tuple[str, float]]:
 
 
 def guard_latency_finding(model: str, rep: Report, limit: float) -> Finding:
+    """``--max-guard-latency-us``: the largest guard latency of any compile against ``limit``."""
     worst = guard_latency(model, rep)
     if worst is None:
         return Finding(model, "guard_latency", "ok", f"guard latency: no compile made guards (max {limit:g} us)")
