@@ -15,8 +15,8 @@ import pytest
 
 from conformance import not_in_counter
 from helpers import cli, render_text
-from tcinspect.analysis import checks
 from tcinspect.analysis import divergence as rank_views
+from tcinspect.analysis.check.ranks import divergence_findings
 from tcinspect.derived import collectives, divergence
 from tcinspect.parse import rankpool
 from tcinspect.report import Graph, Node
@@ -60,7 +60,7 @@ def test_divergence_names_the_first_differing_collective(job):
     values = {g.ranks: g.value for g in d.groups}
     assert values[(0,)] == "collective 3 of 4: backward reduce_scatter_tensor f32[4, 16] group 0 (node reduce_scatter_tensor)"
     assert values[(1,)] == "collective 3 of 6: forward all_reduce f32[8, 16] group 2 (node all_reduce_1)"
-    found = checks.divergence_findings("collectives_gloo.py", rep)
+    found = divergence_findings("collectives_gloo.py", rep)
     assert any(f.status == "fail" and "collectives" in f.message for f in found)
 
 
@@ -169,7 +169,7 @@ def test_ranks_diverge_on_collectives_exactly_where_torch_compiled_different_one
     differ = len({repr(sorted(_by_graph(t).items())) for t in truth["ranks"].values()}) > 1
     found = [d for d in divergence.divergences(rep.ranks) if d.aspect == "collectives"]
     assert bool(found) == differ
-    assert bool([f for f in checks.divergence_findings("job", rep) if f.status == "fail"]) == bool(rep.divergence)
+    assert bool([f for f in divergence_findings("job", rep) if f.status == "fail"]) == bool(rep.divergence)
 
 
 @pytest.mark.parametrize("job", [p for p in RECORDED if p.name.startswith(("tp_mlp", "fsdp2_mlp", "ddp_mlp"))],
@@ -179,7 +179,7 @@ def test_ranks_that_compiled_alike_do_not_diverge(job):
     Python object ids (``__dtensor_spec_139896369303040``): ranks that compiled alike differ only there."""
     rep = _read(job)
     assert rep.divergence == ()
-    assert not [f for f in checks.divergence_findings("job", rep) if f.status == "fail"]
+    assert not [f for f in divergence_findings("job", rep) if f.status == "fail"]
 
 
 def test_every_view_shows_the_collectives_with_their_size():

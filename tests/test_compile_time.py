@@ -543,14 +543,14 @@ def test_check_compile_time_budget_and_baseline_tolerance(capsys, saved, tmp_pat
 
 
 def test_config_compile_time_budget():
-    from tcinspect.analysis import checks
+    from tcinspect.analysis.check.limits import Config, Limits, merged_limits, parse_limits
     from tcinspect.errors import UsageError
 
-    limits = checks.parse_limits({"max_compile_time": 90, "max_graph_breaks": 0}, "pyproject.toml")
+    limits = parse_limits({"max_compile_time": 90, "max_graph_breaks": 0}, "pyproject.toml")
     assert (limits.compile_time_s, limits.graph_breaks) == (90.0, 0) and limits.any()
-    assert checks.merged_limits(checks.Limits(), checks.Config(limits=limits), "m.py").compile_time_s == 90.0
+    assert merged_limits(Limits(), Config(limits=limits), "m.py").compile_time_s == 90.0
     with pytest.raises(UsageError, match="max_compile_time must be a number of seconds"):
-        checks.parse_limits({"max_compile_time": "fast"}, "pyproject.toml")
+        parse_limits({"max_compile_time": "fast"}, "pyproject.toml")
 
 
 def test_renderers_stay_torch_free():

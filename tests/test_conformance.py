@@ -102,8 +102,8 @@ def test_in_place_operators_are_nodes_of_the_graph(conformance):
 @pytest.mark.parametrize("name", ALL)
 def test_every_view_gives_the_same_counts(conformance, name):
     from tcinspect import serialize
-    from tcinspect.analysis import checks
     from tcinspect.analysis.breaks import breaks_document
+    from tcinspect.analysis.check.limits import METRICS, metric
     from tcinspect.analysis.guards import guards_document
     from tcinspect.render import html
 
@@ -120,7 +120,7 @@ def test_every_view_gives_the_same_counts(conformance, name):
     assert breaks_document(rep)["summary"]["graph_breaks"] == s.graph_breaks
     data = serialize.to_dict(rep)
     assert data["summary"]["guards"] == sum(c["guard_count"] for c in data["compiles"])
-    assert {m: checks.metric(rep, m) for m in checks.METRICS} == {m: getattr(s, m) for m in checks.METRICS}
+    assert {m: metric(rep, m) for m in METRICS} == {m: getattr(s, m) for m in METRICS}
     page = html.render(rep)
     for key in ("graphs", "graph_breaks", "recompiles", "guards"):
         assert f'data-key="{key}"><b>{getattr(s, key)}</b>' in page

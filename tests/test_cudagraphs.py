@@ -11,7 +11,9 @@ import pytest
 
 from helpers import render_text
 from tcinspect import serialize
-from tcinspect.analysis import checks
+from tcinspect.analysis.check import baseline
+from tcinspect.analysis.check.judge import check_limits
+from tcinspect.analysis.check.limits import Limits, parse_limits
 from tcinspect.parse import cudagraphs
 from tcinspect.parse.events import Event, read_jsonl
 from tcinspect.parse.fromevents import report_from_events
@@ -123,7 +125,7 @@ def test_section_round_trips(fmt):
 
 
 def _failed(rep, **limits):
-    return [f.message for f in checks.check_limits("m.py", rep, checks.Limits(**limits)) if f.status == "fail"]
+    return [f.message for f in check_limits("m.py", rep, Limits(**limits)) if f.status == "fail"]
 
 
 def test_check_budgets_name_torchs_reason():
@@ -133,24 +135,24 @@ def test_check_budgets_name_torchs_reason():
     assert _failed(rep, cudagraph_skips=1, cudagraph_recordings=2) == []
     assert _failed(rep, cudagraph_recordings=1) == ["cudagraph_recordings 2 > max 1; 0/0 forward skipped: "
                                                     "mutated inputs (1 instances)"]
-    assert checks.Limits(cudagraph_skips=0).any()
+    assert Limits(cudagraph_skips=0).any()
 
 
 def test_baseline_records_and_compares_cudagraph_counts():
     clean, _, _ = _report("dynamic_sizes")
-    entry = checks.snapshot(clean)
+    entry = baseline.snapshot(clean)
     assert entry["cudagraph_skips"] == 0 and entry["cudagraph_recordings"] == 6
     skipped, _, _ = _report("mutated_input")
-    found = {f.check: f for f in checks.compare("m.py", skipped, entry)}
+    found = {f.check: f for f in baseline.compare("m.py", skipped, entry)}
     assert found["cudagraph_skips"].status == "fail" and "mutated inputs" in found["cudagraph_skips"].message
     assert found["cudagraph_recordings"].status == "improved"
 
 
 def test_config_budget_is_read():
-    limits = checks.parse_limits({"max_cudagraph_skips": 0}, "pyproject.toml")
+    limits = parse_limits({"max_cudagraph_skips": 0}, "pyproject.toml")
     assert limits.cudagraph_skips == 0
     with pytest.raises(Exception, match="max_cudagraph_skips must be a whole number"):
-        checks.parse_limits({"max_cudagraph_skips": -1}, "pyproject.toml")
+        parse_limits({"max_cudagraph_skips": -1}, "pyproject.toml")
 
 
 def _with_step(rep, verdict="launch-bound"):
@@ -293,9 +295,9 @@ def test_cudagraph_coverage_budget_names_the_island():
         f"CUDA-graph coverage 67% of kernels (2 of 3) < min 90%; costliest eager island 0/0 forward partition 1: "
         f"cpu ops, DeviceCopy ops at {line}"]
     assert _failed(rep, min_cudagraph_coverage=0.5) == []
-    assert checks.parse_limits({"min_cudagraph_coverage": 0.8}, "pyproject.toml").min_cudagraph_coverage == 0.8
+    assert parse_limits({"min_cudagraph_coverage": 0.8}, "pyproject.toml").min_cudagraph_coverage == 0.8
     with pytest.raises(Exception, match="min_cudagraph_coverage must be a share from 0 to 1"):
-        checks.parse_limits({"min_cudagraph_coverage": 2}, "pyproject.toml")
+        parse_limits({"min_cudagraph_coverage": 2}, "pyproject.toml")
     off, _, _ = _report("dynamic_sizes", device="cpu", mode="")
     assert _failed(off.replace(cudagraphs=None), min_cudagraph_coverage=0.9) == []
 

@@ -17,7 +17,8 @@ import yaml
 
 from helpers import MODELS, SAMPLES, cli, make_report, render_text, run_cli
 from tcinspect import serialize
-from tcinspect.analysis import checks, divergence
+from tcinspect.analysis import divergence
+from tcinspect.analysis.check.ranks import divergence_findings
 from tcinspect.capturing import launcher
 from tcinspect.derived.divergence import divergences
 from tcinspect.errors import DeviceError, ExitCode, UsageError, exit_code_for
@@ -492,4 +493,4 @@ def test_ranks_that_all_failed_alike_are_not_called_in_agreement():
     assert divergences(failed) == ()
     text = render_text(render.divergence(_merged(*failed)))
     assert "Divergence: none" not in text and "not judged" in text and "rank 0 error, rank 1 error" in text
-    assert checks.divergence_findings("m.py", _merged(*failed)) == []
+    assert divergence_findings("m.py", _merged(*failed)) == []

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from helpers import cli, render_text
 from tcinspect import serialize
-from tcinspect.analysis import checks
+from tcinspect.analysis.check.ranks import divergence_findings
 from tcinspect.parse import graph_execution, post_to_pre, rankpool
 from tcinspect.render import html
 from tcinspect.render import ranks as render_ranks
@@ -177,7 +177,7 @@ def test_ranks_that_ran_their_graphs_in_another_order_diverge_at_the_first_run_t
     page = html.render(rep)
     assert "<td>run<td>execution_order<td>rank 0<td>run 2 of 4: 1/0" in page and "<td>0/0 1/0 0/0 1/0" in page
     # `check` fails on it: ranks that run their collectives' graphs in another order wait on each other
-    assert [f.status for f in checks.divergence_findings("m", rep)] == ["fail"]
+    assert [f.status for f in divergence_findings("m", rep)] == ["fail"]
     # each rank's order and the divergence stay in a saved report
     back = serialize.from_dict(serialize.to_dict(rep))
     assert [r.graph_execution_order for r in back.ranks] == [r.graph_execution_order for r in rep.ranks]

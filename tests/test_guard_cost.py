@@ -12,8 +12,9 @@ import yaml
 
 from helpers import DATA, SAMPLES, cli, make_report
 from tcinspect import serialize
-from tcinspect.analysis import checks
 from tcinspect.analysis import guard_cost as gc
+from tcinspect.analysis.check.judge import check_limits
+from tcinspect.analysis.check.limits import Limits, parse_limits
 from tcinspect.parse import events as ev_mod
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.parse.guard_cost import lambda_guards, printed_latency
@@ -249,10 +250,10 @@ def test_check_guard_latency_budget_baseline_and_junit(capsys, tmp_path, monkeyp
 def test_check_refuses_a_report_without_latency(tmp_path):
     rep = make_report()
     with pytest.raises(Exception, match="has no guard latency"):
-        checks.check_limits("m.py", rep, checks.Limits(guard_latency_us=10.0))
-    assert checks.parse_limits({"max_guard_latency_us": 250}, "pyproject").guard_latency_us == 250.0
+        check_limits("m.py", rep, Limits(guard_latency_us=10.0))
+    assert parse_limits({"max_guard_latency_us": 250}, "pyproject").guard_latency_us == 250.0
     with pytest.raises(Exception, match="max_guard_latency_us"):
-        checks.parse_limits({"max_guard_latency_us": "fast"}, "pyproject")
+        parse_limits({"max_guard_latency_us": "fast"}, "pyproject")
 
 
 @pytest.mark.torch

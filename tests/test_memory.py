@@ -11,8 +11,11 @@ from __future__ import annotations
 import pytest
 
 from helpers import make_report
-from tcinspect.analysis import checks
 from tcinspect.analysis import memory as views
+from tcinspect.analysis.check import baseline
+from tcinspect.analysis.check.judge import check_limits
+from tcinspect.analysis.check.limits import Limits
+from tcinspect.analysis.check.section_findings import compare_memory
 from tcinspect.parse import memory as parse_memory
 from tcinspect.report import (
     AotGraphs,
@@ -202,22 +205,22 @@ def _report(saved: int, measured: MemoryMeasurement | None = None, not_measured:
 
 def test_check_budgets_saved_bytes_and_says_when_the_peak_ratio_was_not_measured():
     rep = _report(1000, not_measured="not measured: this run was on cpu")
-    failed = checks.check_limits("m.py", rep, checks.Limits(saved_bytes=999, peak_ratio=1.1))
+    failed = check_limits("m.py", rep, Limits(saved_bytes=999, peak_ratio=1.1))
     assert [(f.check, f.status) for f in failed] == [("saved_bytes", "fail"), ("peak_ratio", "ok")]
     assert "not checked" in failed[1].message and "cpu" in failed[1].message
     m = MemoryMeasurement("H100", "m", compiled_peak=300, eager_peak=200, compiled_start=100, eager_start=100)
     assert m.peak_ratio == 2.0
-    hot = checks.check_limits("m.py", _report(1000, m), checks.Limits(peak_ratio=1.5))
+    hot = check_limits("m.py", _report(1000, m), Limits(peak_ratio=1.5))
     assert [(f.check, f.status) for f in hot] == [("peak_ratio", "fail")]
 
 
 def test_baseline_records_saved_bytes_and_fails_when_they_grow():
-    entry = checks.snapshot(_report(1000))
+    entry = baseline.snapshot(_report(1000))
     assert entry["saved_bytes"] == 1000 and "peak_ratio" not in entry
-    grew = checks.compare_memory("m.py", _report(1200), entry)
+    grew = compare_memory("m.py", _report(1200), entry)
     assert [(f.check, f.status) for f in grew] == [("saved_bytes", "fail")]
-    assert [f.status for f in checks.compare_memory("m.py", _report(800), entry)] == ["improved"]
-    assert checks.compare_memory("m.py", _report(800), {"graphs": 1}) == []  # an older baseline: not compared
+    assert [f.status for f in compare_memory("m.py", _report(800), entry)] == ["improved"]
+    assert compare_memory("m.py", _report(800), {"graphs": 1}) == []  # an older baseline: not compared
 
 
 def test_memory_round_trips_and_renders(tmp_path):

@@ -9,8 +9,9 @@ from typing import Optional
 import pytest
 
 from tcinspect import cache, request
-from tcinspect.analysis import checks
 from tcinspect.analysis import memory as views
+from tcinspect.analysis.check.limits import Limits
+from tcinspect.analysis.check.section_findings import measures_peaks
 from tcinspect.report import (
     CompileOptions,
     GraphMemory,
@@ -86,10 +87,10 @@ def test_only_memory_and_a_peak_budget_ask_the_capture_to_measure(tmp_path, monk
 
 
 def test_check_measures_for_a_baseline_that_records_a_peak_ratio():
-    assert checks.measures_peaks(checks.Limits(peak_ratio=1.5), None)
-    assert checks.measures_peaks(checks.Limits(), {"saved_bytes": 10, "peak_ratio": 1.2})
-    assert not checks.measures_peaks(checks.Limits(saved_bytes=10), {"saved_bytes": 10})
-    assert not checks.measures_peaks(checks.Limits(), None)
+    assert measures_peaks(Limits(peak_ratio=1.5), None)
+    assert measures_peaks(Limits(), {"saved_bytes": 10, "peak_ratio": 1.2})
+    assert not measures_peaks(Limits(saved_bytes=10), {"saved_bytes": 10})
+    assert not measures_peaks(Limits(), None)
 
 
 class _FakeRun:

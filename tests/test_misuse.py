@@ -20,7 +20,7 @@ import pytest
 
 from helpers import DATA, MODELS, ROOT, cli
 from tcinspect import cache, interrupts, serialize
-from tcinspect.analysis.checks import Finding, Outcome
+from tcinspect.analysis.check.outcome import Finding, Outcome
 from tcinspect.errors import ExitCode
 from tcinspect.render import checks as render_checks
 from test_report_io import hand_built

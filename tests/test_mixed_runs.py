@@ -19,8 +19,8 @@ import yaml
 
 from helpers import cli, make_report, render_text
 from tcinspect import serialize
-from tcinspect.analysis import checks
 from tcinspect.analysis import divergence as analysis
+from tcinspect.analysis.check.ranks import divergence_findings
 from tcinspect.derived.divergence import divergences
 from tcinspect.parse import rankpool
 from tcinspect.parse.merge import merge
@@ -74,7 +74,7 @@ def test_ranks_of_one_program_that_differ_only_in_object_ids_do_not_diverge():
     assert guards[0] != guards[1]  # ID_MATCH guards name ids too
     assert rep.divergence == () and rep.mixed_runs == ()
     assert "Divergence: none — all 2 ranks" in render_text(render_ranks.divergence(rep))
-    (finding,) = [f for f in checks.divergence_findings("d", rep) if f.check == "rank divergence"]
+    (finding,) = [f for f in divergence_findings("d", rep) if f.check == "rank divergence"]
     assert finding.status == "ok"
     # `guards` shows the two ranks once, as the same
     assert analysis.guards_key(analysis.rank_report(rep, rep.ranks[0])) == \
@@ -252,7 +252,7 @@ def test_the_headline_names_the_compiles_and_collectives_only_some_ranks_run_bef
                            "collective in the compiled graphs, rank 2 runs 0 (a collective that only some ranks of "
                            "its group issue hangs a live job)")
     assert head.index("did not compile") < head.index("ranks differ first at compile 0/0 (guards)")
-    (finding,) = [f for f in checks.divergence_findings("m.py", rep) if f.check == "rank divergence"]
+    (finding,) = [f for f in divergence_findings("m.py", rep) if f.check == "rank divergence"]
     assert finding.message.startswith("ranks diverge: rank 2 did not compile 1/0 (sync), which ranks 0-1 compiled; ")
     assert "; first at compile 0/0 (guards): " in finding.message
 

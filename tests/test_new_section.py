@@ -70,7 +70,7 @@ _REGISTRATION = ('    Section("probe", "probe", build="tcinspect.parse.probe:sec
 _PROBE = r'''
 import json
 from tcinspect import serialize
-from tcinspect.analysis import checks
+from tcinspect.analysis.check import limits
 from tcinspect.parse.events import Event
 from tcinspect.parse.fromevents import report_from_events
 from tcinspect.render.helpers_for_probe import text_of
@@ -96,7 +96,7 @@ assert "probe:" not in text_of(trace(rep.replace(probe=None)))
 assert '<section id="probe"><h2>Probe</h2>1 events</section>' in render(rep)
 defs = schema.generate()["$defs"]
 assert defs["Probe"]["required"] == ["events"]  # seconds: measured, so left out by --no-timings and "probe" in defs["Report"]["properties"]
-assert checks.SECTION_METRICS["probe_events"](rep) == 1
+assert limits.SECTION_METRICS["probe_events"](rep) == 1
 print("one registration")
 '''
 

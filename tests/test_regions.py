@@ -97,16 +97,17 @@ def test_nested_region_first_layer_traced_apart(nested_first_differs):
 
 def test_trace_and_check_state_reuse(nested_first_differs):
 
-    from tcinspect.analysis import checks
+    from tcinspect.analysis.check.judge import check_limits
+    from tcinspect.analysis.check.limits import Limits
     from tcinspect.render.table import trace
 
     rep = nested_first_differs[0]
     text = render_text(trace(rep, ["summary", "regions"]), 200)
     assert "regions" in text and "4 calls, 2 distinct, 2 reused (50%)" in text
     assert "traced again for model.layers.1" in text
-    fails = checks.check_limits("m", rep, checks.Limits(min_region_reuse=0.75))
+    fails = check_limits("m", rep, Limits(min_region_reuse=0.75))
     assert [f.status for f in fails if f.check == "region_reuse"] == ["fail"]
-    ok = checks.check_limits("m", rep, checks.Limits(min_region_reuse=0.5))
+    ok = check_limits("m", rep, Limits(min_region_reuse=0.5))
     assert [f.status for f in ok if f.check == "region_reuse"] == ["ok"]
 
 
@@ -148,9 +149,10 @@ def test_blocks_recompiled_per_layer(monkeypatch):
         newest = rep.stages.dynamo.recompiles[k].reasons[0]  # the failed guard of the compile just before
         assert call.differed[0] == newest.strip().splitlines()[0].replace("        ", "  ")
         assert f"layers[{k}].is_initialized == False" in call.differed[0]
-    from tcinspect.analysis import checks
+    from tcinspect.analysis.check.judge import check_limits
+    from tcinspect.analysis.check.limits import Limits
 
-    finding = checks.check_limits("m", rep, checks.Limits(min_region_reuse=0.5))[-1]
+    finding = check_limits("m", rep, Limits(min_region_reuse=0.5))[-1]
     assert finding.status == "fail" and "compiled 4 times" in finding.message
 
 

@@ -290,7 +290,7 @@ def test_a_failed_write_is_one_usage_error_that_is_still_an_os_error(tmp_path):
 
 
 def test_relative_budgets_share_one_rule():
-    from tcinspect.analysis.checks import compare_relative
+    from tcinspect.analysis.check.baseline import compare_relative
 
     def judged(now: float) -> tuple[str, str]:
         f = compare_relative("m", "compile_time", now, 10.0, 20, "m.py", lambda change: f"t ({change})")

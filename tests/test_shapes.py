@@ -223,7 +223,7 @@ def test_malformed_shape_event_is_counted_not_fatal():
 
 def test_shapes_round_trip_and_check_budget(loop_run):
     from tcinspect import serialize
-    from tcinspect.analysis.shapecheck import check_specializations
+    from tcinspect.analysis.check.specializations import check_specializations
 
     rep, _ = loop_run
     assert serialize.from_dict(json.loads(json.dumps(serialize.to_dict(rep)))).shapes == rep.shapes

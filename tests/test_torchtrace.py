@@ -188,7 +188,7 @@ def test_a_directory_is_merged_with_cache_divergence(rank_dir):
     rep = rankpool.read(rank_dir, jobs=2)
     assert [r.rank for r in rep.ranks] == [0, 1, 2, 3] and rep.ok
     assert rep.parse is not None and rep.parse.files_ignored == 1 and not rep.parse.damaged
-    from tcinspect.analysis import checks
+    from tcinspect.analysis.check.ranks import divergence_findings
     from tcinspect.derived.divergence import divergences
 
     divs = divergences(rep.ranks)
@@ -201,7 +201,7 @@ def test_a_directory_is_merged_with_cache_divergence(rank_dir):
                     "in this rank's cache directory"),
         ((3,), "AOTAutograd cache miss, FX graph cache forward hit, FX graph cache backward hit")]
     # a cache outcome is shown, but ranks that compiled the same graphs pass `check`
-    assert [f.status for f in checks.divergence_findings("m", rep)] == ["ok"]
+    assert [f.status for f in divergence_findings("m", rep)] == ["ok"]
 
 
 def test_compile_id_divergence_between_rank_logs(tmp_path):

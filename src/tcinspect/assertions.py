@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from tcinspect.analysis.breaks import distinct_breaks
-from tcinspect.analysis.checks import Limits, check_limits
+from tcinspect.analysis.check.judge import check_limits
+from tcinspect.analysis.check.limits import Limits
 from tcinspect.errors import UsageError
 from tcinspect.report import CompileOptions, Report
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from tcinspect.analysis import caches
 from tcinspect.analysis.breaks import distinct_breaks
-from tcinspect.analysis.checks import BreakKey
+from tcinspect.analysis.check.baseline import BreakKey
 from tcinspect.report import Report
 
 _COUNTS = ("calls_captured", "fallbacks_to_eager", "graphs", "graph_breaks", "distinct_graph_breaks", "recompiles",

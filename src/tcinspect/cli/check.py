@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from tcinspect.cli import common as c
 from tcinspect.cli._app import app
 from tcinspect.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from tcinspect.analysis.check.outcome import Outcome
+    from tcinspect.analysis.check.plan import Model, Plan
+    from tcinspect.report import Report
 
 
 def _max(flag: str, what: str) -> typer.models.OptionInfo:
@@ -120,54 +126,59 @@ def check(
                               "record the look-ups that hit.")] = False,
 ) -> None:
     """Check model files against budgets and a baseline (with --nproc: every rank, and fail when ranks diverge). Exit 0 all hold, 1 a regression, 2 bad input, 3 a stage failed, 4 a capture crashed or timed out."""
-    from tcinspect.analysis import budget, checks
-    from tcinspect.render import checks as render
+    from tcinspect.analysis.check.judge import Budgets
+    from tcinspect.analysis.check.limits import Limits
+    from tcinspect.analysis.check.plan import Plan, verdict
 
     if capture.timeout is None and not c.in_process_asked():
         # only $TCINSPECT_IN_PROCESS (the test suite's) compiles in this process; --timeout always isolates
         capture = replace(capture, values={**capture.values, "timeout": DEFAULT_TIMEOUT})
-    config = checks.load_config()
-    paths = checks.models_in(files or [], config)
-    if not paths:
-        raise UsageError("no model files to check", "pass FILE..., or list `models` under [tool.tcinspect] in pyproject.toml")
-    baseline_path = baseline or (Path(config.baseline) if config.baseline else None)
-    if update and baseline_path is None:
-        raise UsageError("--update needs a baseline path", "pass --baseline FILE")
-    cli_limits = checks.Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
-                               cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
-                               guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse,
-                               saved_bytes=max_saved_bytes, peak_ratio=max_peak_ratio,
-                               fallbacks_to_eager=max_fallbacks_to_eager, min_coverage=min_coverage,
-                               min_cudagraph_coverage=min_cudagraph_coverage)
-    if compile_time_tolerance is not None and baseline_path is None:
-        raise UsageError("--compile-time-tolerance compares with a baseline", "pass --baseline FILE")
-    if guard_latency_tolerance is not None and baseline_path is None:
-        raise UsageError("--guard-latency-tolerance compares with a baseline", "pass --baseline FILE")
-    shape_budget = max_specializations is not None or bool(static_ok)
-    if expect_warm and baseline_path is None:
-        raise UsageError("--expect-warm compares with a baseline", "pass --baseline FILE")
-    if not update and baseline_path is None and capture.nproc is None and not shape_budget and not any(Path(p).is_dir() for p in paths) and not any(
-            checks.merged_limits(cli_limits, config, p).any() for p in paths):
-        raise UsageError("nothing to check: no --max-* budget and no baseline",
-                         "pass e.g. --max-graph-breaks 0, or --baseline tcinspect.lock.yaml")
-    base = checks.load_baseline(baseline_path) if baseline_path is not None and not update else None
+    limits = Limits(max_graphs, max_graph_breaks, max_recompiles, max_kernels, max_compile_time,
+                    cudagraph_skips=max_cudagraph_skips, cudagraph_recordings=max_cudagraph_recordings,
+                    guard_latency_us=max_guard_latency_us, min_region_reuse=min_region_reuse,
+                    saved_bytes=max_saved_bytes, peak_ratio=max_peak_ratio, fallbacks_to_eager=max_fallbacks_to_eager,
+                    min_coverage=min_coverage, min_cudagraph_coverage=min_cudagraph_coverage)
+    budgets = Budgets(max_specializations, tuple(static_ok or ()), compile_time_tolerance, guard_latency_tolerance,
+                      expect_warm, calls_captured_tolerance)
+    plan = Plan.of(files or [], limits, budgets, baseline, update, ranks=capture.nproc is not None)
+    result = verdict(plan, _reports(capture, plan))
 
-    budgets = budget.Budgets(max_specializations, tuple(static_ok or ()), compile_time_tolerance,
-                             guard_latency_tolerance, expect_warm, calls_captured_tolerance)
-    outcome, snapshots = checks.Outcome(), {}
-    for path in paths:
-        name = checks.baseline_key(path, baseline_path) if baseline_path is not None else path
-        limits = checks.merged_limits(cli_limits, config, path)
-        rep = capture.obtain(path, measure_memory=checks.measures_peaks(limits, base.get(name) if base is not None
-                                                                        else None))
-        c.exit_for(rep)  # a model whose compile failed stops the check: its budgets cannot be judged
-        if update:
-            snapshots[name] = budget.baseline_entry(rep, budgets)
-        outcome.findings += budget.judge(name, path, rep, limits, budgets, None if update else base, baseline_path)
+    if plan.update:
+        assert plan.baseline_path is not None  # refused by Plan.of: --update needs a baseline path
+        _update(plan.baseline_path, result.snapshots)
+    _show(result.outcome, fmt, junit)
+    if result.outcome.failed:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
-    if update:
-        assert baseline_path is not None  # refused above: --update needs a baseline path
-        _update(baseline_path, snapshots)
+
+def _reports(capture: c.Capture, plan: Plan) -> Iterator[tuple[Model, Report]]:
+    """Each model's report, obtained when the verdict reaches it; a model whose compile failed stops the check
+    there: its budgets cannot be judged."""
+    for model in plan.models:
+        rep = capture.obtain(model.path, measure_memory=model.measure_memory)
+        c.exit_for(rep)
+        yield model, rep
+
+
+def _update(path: Path, snapshots: dict[str, dict[str, Any]]) -> None:
+    """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
+    from tcinspect import interrupts, outfile
+    from tcinspect.analysis.check.baseline import updated
+
+    interrupts.check()
+    text = updated(path, snapshots)
+    try:
+        outfile.write(path, text, option="--baseline")
+    except OSError as exc:
+        raise UsageError(f"cannot write baseline {path}: {exc.strerror or exc}",
+                         "check the path; the old baseline was left as it was") from None
+    c.note(f"updated {path} ({len(snapshots)} model(s))")
+
+
+def _show(outcome: Outcome, fmt: str, junit: Optional[Path]) -> None:
+    """The outcome on stdout in ``fmt``, and as JUnit XML in the --junit file."""
+    from tcinspect.render import checks as render
+
     if junit is not None:
         from tcinspect import interrupts, outfile
 
@@ -178,26 +189,3 @@ def check(
         sys.stdout.write(render.github(outcome))
     else:
         c.emit_document(render.document(outcome), fmt, None, lambda: render.table(outcome))
-    if outcome.failed:
-        raise typer.Exit(int(ExitCode.CHECK_FAILED))
-
-
-def _update(path: Path, snapshots: dict) -> None:
-    """Rewrite the baseline atomically, keeping entries of models not checked in this run."""
-    from tcinspect import interrupts, outfile
-    from tcinspect.analysis import checks
-
-    interrupts.check()
-    models = {}
-    if path.is_file():
-        try:
-            models = checks.load_baseline(path)
-        except Exception:  # noqa: BLE001 - a broken baseline is being replaced
-            models = {}
-    models.update(snapshots)
-    try:
-        outfile.write(path, checks.dump_baseline(models), option="--baseline")
-    except OSError as exc:
-        raise UsageError(f"cannot write baseline {path}: {exc.strerror or exc}",
-                         "check the path; the old baseline was left as it was") from None
-    c.note(f"updated {path} ({len(snapshots)} model(s))")

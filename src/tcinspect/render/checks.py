@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tcinspect.analysis.checks import Outcome
+from tcinspect.analysis.check.outcome import Outcome
 
 _STYLE = {"fail": "bold red", "improved": "green", "ok": "dim"}
 

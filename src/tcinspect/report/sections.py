@@ -5,7 +5,7 @@ A section is registered once, here: the ``Report`` field it fills, how a run's e
 ``check`` budgets that read it. The lists every layer used to keep by hand are generated from ``SECTIONS``:
 ``serialize.rules.OPTIONAL_SECTIONS``, the sections ``serialize.mapping.to_dict`` writes and in which order,
 ``parse.fromevents.report_from_events``'s builders, ``render.table.STAGES`` and ``trace``'s visibility rules, the HTML
-page's sections and ``analysis.checks.SECTION_METRICS``.
+page's sections and ``analysis.check.limits.SECTION_METRICS``.
 
 Implementations are named ``"module:function"`` and resolved where they are used, so that this module, at the
 bottom of the layers, imports none of them (tests/test_layout.py keeps the layers). Their signatures:

@@ -1,11 +1,12 @@
-"""`check --max-specializations` and `--static-ok`: gate CI on which dims the code makes constant. Pure."""
+"""`check --max-specializations` and `--static-ok`: gate CI on which dims the code makes constant; the baseline's
+record of specialized sources, and a report compared with it. Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from tcinspect.analysis.checks import Finding
+from tcinspect.analysis.check.outcome import Finding
 from tcinspect.report import Report, Specialization
 
 
