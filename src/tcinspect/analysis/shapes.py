@@ -139,3 +139,11 @@ def advice(rep: Report) -> list[str]:
         out.append(f"{source} = {values} by {where(specs[0].user_frame)} ({specs[0].reason}): "
                    f"mark_dynamic/dynamic=True cannot keep it dynamic; {KEEP_DYNAMIC}")
     return out
+
+
+def spec_marks(rep: Report) -> list[tuple[str, int, int, int]]:
+    """The dims of the suggested spec to mark dynamic, as (input name, dim, min, max), for ``shapes --verify-spec``:
+    those it finds dynamic or recompiled (min at least 2, as mark_dynamic takes it)."""
+    spec = suggested_spec(rep)
+    return [(d.name, d.dim, max(d.low, 2), d.high) for d in (spec.dims if spec else ())
+            if d.status in ("dynamic", "recompiled")]

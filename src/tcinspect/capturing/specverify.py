@@ -51,17 +51,13 @@ def verify_spec(path: str, marks: Sequence[tuple[str, int, int, int]], *, backen
             modelfile.unload(src)
 
 
-def verify_suggested(rep: Report, backend: str, model_name: str, inputs_name: str) -> SpecCheck:
-    """``shapes --verify-spec``: the model file of ``rep`` run again with the spec tcinspect suggests for it (the
-    dims it says are dynamic, or recompiled, marked dynamic): how many times it compiles then."""
-    from tcinspect.analysis.shapes import suggested_spec
-
+def verify_suggested(rep: Report, marks: Sequence[tuple[str, int, int, int]], backend: str, model_name: str,
+                     inputs_name: str) -> SpecCheck:
+    """``shapes --verify-spec``: the model file of ``rep`` run again with ``marks``, the dims of the spec tcinspect
+    suggests for it (``analysis.shapes.spec_marks``) marked dynamic: how many times it compiles then."""
     if rep.target.kind != "model" or not rep.target.path:
         raise UsageError("--verify-spec needs a model file (it compiles the file's calls again)",
                          "give the model file, not a saved report or a log")
-    spec = suggested_spec(rep)
-    marks = [(d.name, d.dim, max(d.low, 2), d.high) for d in (spec.dims if spec else ())
-             if d.status in ("dynamic", "recompiled")]
     print(f"tcinspect: compiling the {rep.target.input_sets + 1} calls again with {len(marks)} dims marked dynamic",
           file=sys.stderr)
     return verify_spec(rep.target.path, marks, backend=backend if ":" not in backend else "eager",

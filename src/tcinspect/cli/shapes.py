@@ -41,8 +41,9 @@ def shapes(
     backend, model, inputs = capture.backend, capture.model_name, capture.inputs_name
     check: Optional[SpecCheck] = None
     if verify_spec:
+        from tcinspect.analysis.shapes import spec_marks
         from tcinspect.capturing.specverify import verify_suggested
 
-        check = verify_suggested(rep, backend, model or "model", inputs)
+        check = verify_suggested(rep, spec_marks(rep), backend, model or "model", inputs)
     c.emit_document(render.document(rep, check), fmt, output, lambda: render.with_check(rep, check))
     c.exit_for(rep)
