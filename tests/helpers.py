@@ -50,15 +50,6 @@ def launched(wrapper: str) -> list[str]:
     return names
 
 
-def make_report(**fields: Any):
-    """A report built by hand: torch 2.13.0 on the CPU, the model file m.py, then ``fields`` (any Report field,
-    ``torch_version``, ``device`` and ``target`` included) over those."""
-    from tcinspect.report import Report, Target
-
-    base: dict[str, Any] = {"torch_version": "2.13.0", "device": "cpu", "target": Target(kind="model", path="m.py")}
-    return Report(**{**base, **fields})
-
-
 @cache
 def recorded_report(path: Path):
     """The report of a recorded trace or TORCH_TRACE log (a file of events, a log, a rank directory), built once

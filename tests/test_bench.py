@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import SAMPLES, cli, cuda_available, make_report  # noqa: F401  (cuda_available: named in a skipif)
+from builders.reports import make_report
+from helpers import SAMPLES, cli, cuda_available  # noqa: F401  (cuda_available: named in a skipif)
 from tcinspect import cache, serialize
 from tcinspect.analysis.bench import bench_rows
 from tcinspect.capturing import datasheets, gpu_timing

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from builders.reports import make_report
 from tcinspect.analysis import caches
 from tcinspect.derived import cachekeys
 from tcinspect.parse import provenance
@@ -26,7 +27,6 @@ from tcinspect.report import (
     Kernel,
     Node,
     RankReport,
-    Report,
     Target,
 )
 
@@ -55,8 +55,8 @@ def test_a_report_is_reused_only_while_the_users_inductor_cache_is_as_it_was(tmp
     hit_entry.write_text("x")
     miss = CacheLookup("fx_graph", "forward", "miss", key="fmissing0000")
     hit = CacheLookup("aot_autograd", "", "hit", key="ahit")
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path=str(model)),
-                 compile_time=CompileTime((_timing("0/0", miss, hit),)))
+    rep = make_report(torch_version="2.13.0", device="cpu", target=Target(kind="model", path=str(model)),
+                      compile_time=CompileTime((_timing("0/0", miss, hit),)))
     assert cache.store(model, "k1", rep) is not None
     assert cache.lookup(model, ["k1"]) is not None  # nothing changed
     # the user's own run saves the entry that missed: a capture now would hit
@@ -174,8 +174,8 @@ def test_html_shows_each_cache_lookup() -> None:
     miss = replace(_lookup("miss", gm="b"), changed=("gm: value-a → value-b",), compared_with="the last run",
                    cost_s=1.25)
     bypass = CacheLookup("fx_graph", "backward", "bypass", reason="Can't cache HigherOrderOperator: cond")
-    rep = Report(torch_version="2.13.0", device="cpu", target=Target(kind="file", path="m.py"),
-                 compile_time=CompileTime((_timing("0/0", hit), _timing("1/0", miss, bypass))))
+    rep = make_report(torch_version="2.13.0", device="cpu", target=Target(kind="file", path="m.py"),
+                      compile_time=CompileTime((_timing("0/0", hit), _timing("1/0", miss, bypass))))
     page = html.render(rep)
     section = page[page.index('<section id="caches">'):]
     assert "1 bypass · 1 hit · 1 miss · a warm start would save 1.25 s" in section

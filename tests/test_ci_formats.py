@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli, make_report
+from builders.reports import make_report
+from helpers import cli
 from tcinspect.analysis.check.judge import Budgets
 from tcinspect.analysis.check.limits import Limits
 from tcinspect.analysis.check.outcome import Finding, Outcome

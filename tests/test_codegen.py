@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from helpers import DATA, SAMPLES, cli, make_report
+from builders.reports import make_report
+from helpers import DATA, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.analysis.codegen import codegen_document, fusion_summary
 from tcinspect.analysis.kernels import find_kernels

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MODELS, SAMPLES, cli, make_report
+from builders.reports import make_report
+from helpers import MODELS, SAMPLES, cli
 from tcinspect import serialize, vocabulary
 from tcinspect.analysis import compile_time as views
 from tcinspect.parse import compile_time as compiletime

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import MODELS, SAMPLES, cli, make_report, render_text, run_cli
+from builders.reports import make_report
+from helpers import MODELS, SAMPLES, cli, render_text, run_cli
 from tcinspect import serialize
 from tcinspect.analysis import divergence
 from tcinspect.analysis.check.ranks import divergence_findings

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DATA, SAMPLES, cli, make_report
+from builders.reports import make_report
+from helpers import DATA, SAMPLES, cli
 
 pytestmark = pytest.mark.torch
 SILU = SAMPLES / "silu_pass.py"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import DATA, MODELS, cli, make_report, render_text
+from builders.reports import make_report
+from helpers import DATA, MODELS, cli, render_text
 from tcinspect.analysis import findings
 from tcinspect.analysis.breaks import break_costs
 from tcinspect.render import findings as findings_view

@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from helpers import DATA, SAMPLES, cli, make_report
+from builders.reports import make_report
+from helpers import DATA, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.analysis import guard_cost as gc
 from tcinspect.analysis.check.judge import check_limits

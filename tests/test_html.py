@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, cli, make_report
+from builders.reports import make_report
+from helpers import ROOT, cli
 from tcinspect import serialize
 from tcinspect.render import dot as graphviz
 from tcinspect.render import drawing, html, htmlparts, layered, picture

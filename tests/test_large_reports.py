@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from builders import llm_report, synthetic
-from helpers import make_report
+from builders.reports import make_report
 from tcinspect import cache, errors, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.render import dot as graphviz

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DATA, ROOT, cli, make_report, render_text
+from builders.reports import make_report
+from helpers import DATA, ROOT, cli, render_text
 from tcinspect import serialize
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import logfiles, rankpool

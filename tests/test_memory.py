@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import make_report
+from builders.reports import make_report
 from tcinspect.analysis import memory as views
 from tcinspect.analysis.check import baseline
 from tcinspect.analysis.check.judge import check_limits

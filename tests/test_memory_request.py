@@ -8,6 +8,7 @@ from typing import Optional
 
 import pytest
 
+from builders.reports import make_report
 from tcinspect import cache, request
 from tcinspect.analysis import memory as views
 from tcinspect.analysis.check.limits import Limits
@@ -32,8 +33,8 @@ _GRAPH = GraphMemory("0/0", saved=(SavedTensor("mm", "activation", "f32", ("4", 
 
 def _report(device: str = "cuda", measured: bool = False, options: Optional[Options] = None) -> Report:
     m = MemoryMeasurement("H100", "m", compiled_peak=300, eager_peak=200, compiled_start=100, eager_start=100)
-    return Report(torch_version="2.11.0", device=device, target=Target(kind="model", path="m.py"),
-                  options=options or Options(),
+    return make_report(torch_version="2.11.0", device=device, target=Target(kind="model", path="m.py"),
+                       options=options or Options(),
                   memory=Memory(graphs=(_GRAPH,), measured=m if measured else None))
 
 
@@ -149,8 +150,8 @@ def test_a_capture_not_asked_to_measure_runs_the_model_as_often_as_a_plain_run(m
 
 def _warm_report(peaks: tuple[InductorPeak, ...], caches: tuple[str, str]) -> Report:
     outputs = tuple(OutputCode("0/0", f"0_{part}", part, "", cache=c) for part, c in zip(("forward", "backward"), caches))
-    return Report(torch_version="2.13.0", device="cpu", target=Target(kind="model"),
-                  stages=Stages(inductor=InductorStage(outputs=outputs)),
+    return make_report(torch_version="2.13.0", device="cpu", target=Target(kind="model"),
+                       stages=Stages(inductor=InductorStage(outputs=outputs)),
                   memory=Memory(graphs=(replace(_GRAPH, inductor_peaks=peaks),)))
 
 

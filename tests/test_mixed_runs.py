@@ -17,7 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from helpers import cli, make_report, render_text
+from builders.reports import make_report
+from helpers import cli, render_text
 from tcinspect import serialize
 from tcinspect.analysis import divergence as analysis
 from tcinspect.analysis.check.ranks import divergence_findings

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_report
+from builders.reports import make_report
 from tcinspect import cache, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.report import CompileFields, CompileOptions, Options

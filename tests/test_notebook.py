@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 import tcinspect
-from helpers import DATA, cli, make_report, recorded_report
+from builders.reports import make_report
+from helpers import DATA, cli, recorded_report
 from tcinspect.errors import UsageError
 from tcinspect.report import CompileOptions, Failure, Request
 

@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from helpers import make_report  # noqa: E402
+from builders.reports import make_report  # noqa: E402
 from tcinspect.capturing import engine  # noqa: E402
 from tcinspect.parse import provenance  # noqa: E402
 

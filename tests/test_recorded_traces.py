@@ -9,7 +9,8 @@ from functools import cache
 
 import pytest
 
-from helpers import DATA, cli, launched, make_report, render_text
+from builders.reports import make_report
+from helpers import DATA, cli, launched, render_text
 from tcinspect import serialize
 from tcinspect.parse import assemble, events
 from tcinspect.report import EventCount, ParseHealth, Report, Target

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from helpers import make_report, render_text
+from builders.reports import make_report
+from helpers import render_text
 from tcinspect.analysis.breaks import breaks_document
 from tcinspect.parse.breaks import parse_break
 from tcinspect.render import breaks as breaks_view

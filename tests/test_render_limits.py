@@ -5,7 +5,8 @@ Hand-built reports (as bench/synthetic.py builds them): no torch compile.
 
 from __future__ import annotations
 
-from helpers import cli, make_report, render_text
+from builders.reports import make_report
+from helpers import cli, render_text
 from tcinspect import serialize
 from tcinspect.render import table as render
 from tcinspect.report import (

@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 
+from builders.reports import make_report
 from tcinspect import outfile, serialize
 from tcinspect.errors import ReportFormatError
 from tcinspect.report import (
@@ -40,7 +41,7 @@ def hand_built() -> Report:
     kern = Kernel(name="cpp_fused_relu_0", kind="cpp", language="cpp", source_nodes=("relu",), aten_ops=("aten.relu",),
                   user_lines=("/p/m.py:10",), launch="k(buf0)", buffers=("buf0: f32[8]",),
                   source='extern "C" void kernel() {\n}\n')
-    return Report(
+    return make_report(
         torch_version="2.13.0+cpu", device="cpu", target=Target(kind="model", path="m.py", sha256="ab"),
         stages=Stages(
             dynamo=DynamoStage("ok", "", (DynamoGraph("0/0", "forward", "/p/m.py", 3, graph,

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import DATA, SAMPLES, cli, make_report
+from builders.reports import make_report
+from helpers import DATA, SAMPLES, cli
 from tcinspect import serialize
 from tcinspect.errors import ExitCode, exit_code_for
 from tcinspect.report import (

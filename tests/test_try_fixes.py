@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import MODELS, ROOT, cli, make_report, render_text
+from builders.reports import make_report
+from helpers import MODELS, ROOT, cli, render_text
 from tcinspect import serialize
 from tcinspect.analysis import fixes
 from tcinspect.analysis.fixes import NOT_VERIFIED, ConfigFix, Figures, FixTrial
