@@ -99,14 +99,10 @@ def locate_file(path: str | Path, model_name: str, inputs_name: str, options: Op
             sys.path.remove(home)
 
 
-def attach(rep: Report, request: Request, budget_s: float = DEFAULT_BUDGET_S) -> Report:
-    """``rep`` with its verification's ``first_divergence`` filled in (unchanged when the verification passed)."""
-    return attach_file(rep, request.file or "", request.model, request.inputs_name, request.options, budget_s)
-
-
 def attach_file(rep: Report, path: str | Path, model_name: str, inputs_name: str, options: Options,
                 budget_s: float = DEFAULT_BUDGET_S, source: Optional[modelfile.ModelSource] = None) -> Report:
-    """``attach`` for a model file and the options it was captured with (what the capture itself calls)."""
+    """``rep`` with its verification's ``first_divergence`` filled in (unchanged when the verification passed): the
+    model file's, captured with ``options`` (what the capture itself calls)."""
     v = rep.verification
     if v is None or v.ok:
         return rep
@@ -191,7 +187,7 @@ def _bisect(found: FirstDivergence, model: Any, inputs: modelfile.Call, ref: Any
     # the user's passes run under the bisector's inductor runs where torch can keep a custom backend
     compiled_with, _ = custom.build_backend("inductor", passes) if passes else ("inductor", None)
 
-    def run(tried: _compat.bisector.BisectRun) -> bool:
+    def run() -> bool:
         if search.left() <= 0:
             raise _Spent
         twin, call = _copy(model), verify._clone(inputs)
@@ -208,7 +204,7 @@ def _bisect(found: FirstDivergence, model: Any, inputs: modelfile.Call, ref: Any
 
     what = "torch's CompilerBisector (its backends, then the failing one's subsystems)"
     try:
-        result, _ = _compat.bisector.compiler_bisect(run, keep_custom_backend=bool(passes))
+        result = _compat.bisector.compiler_bisect(run, keep_custom_backend=bool(passes))
     except _Spent:
         search.add(what + " (stopped)", False, began, f"{len(runs)} runs before the time budget was spent")
         return found

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from tcinspect.analysis import cudagraphs as analysis
 from tcinspect.render.htmlparts import esc
-from tcinspect.report import CudaGraphs, Report
+from tcinspect.report import CudaGraphPartition, CudaGraphs, Report
 
 _STATUS_STYLE = {"recorded": "green", "skipped": "bold red", "not recorded": "yellow"}
 
@@ -34,6 +34,15 @@ def summary_line(cg: CudaGraphs) -> str:
 def short(line: str) -> str:
     """"file.py:12" of a "/path/to/file.py:12"."""
     return line.rsplit("/", 1)[-1]
+
+
+def partition_words(p: CudaGraphPartition) -> tuple[str, str]:
+    """A partition's kind ("partition_0 captured", "partition_1 not recorded", "eager island") and why: the causes
+    of its re-recordings, or torch's reasons for an island."""
+    if p.cudagraphable:
+        kind = f"{p.function} captured" if p.recordings else f"{p.function} not recorded"
+        return kind, "; ".join(dict.fromkeys(f"re-recorded: {r.cause}" for r in p.recordings if r.cause))
+    return "eager island", ", ".join(p.reasons)
 
 
 def island_line(i: analysis.Island) -> str:
@@ -99,16 +108,11 @@ def _partitions(rep: Report) -> list[RenderableType]:
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for g in cg.graphs:
         for p in g.partitions:
-            if p.cudagraphable:
-                kind = Text(f"{p.function} captured" if p.recordings else f"{p.function} not recorded",
-                            style="green" if p.recordings else "yellow")
-                causes = [f"re-recorded: {r.cause}" for r in p.recordings if r.cause]
-                why = "; ".join(dict.fromkeys(causes))
-            else:
-                kind = Text("eager island", style="bold red")
-                why = ", ".join(p.reasons) or ("not logged (read from the output code)" if g.partitions_from ==
-                                               "output code" else "")
-            table.add_row(g.compile_id, g.part, str(p.index), kind, str(p.kernels),
+            kind, why = partition_words(p)
+            style = ("green" if p.recordings else "yellow") if p.cudagraphable else "bold red"
+            if not why and not p.cudagraphable and g.partitions_from == "output code":
+                why = "not logged (read from the output code)"
+            table.add_row(g.compile_id, g.part, str(p.index), Text(kind, style=style), str(p.kernels),
                           str(len(p.recordings)) if p.cudagraphable else "", why,
                           ", ".join(short(x) for x in p.user_lines))
     out: list[RenderableType] = [table]
@@ -156,10 +160,7 @@ def _partitions_html(rep: Report) -> str:
     rows = []
     for g in cg.graphs:
         for p in g.partitions:
-            kind = (f"{p.function} captured" if p.recordings else f"{p.function} not recorded") if p.cudagraphable \
-                else "eager island"
-            why = "; ".join(dict.fromkeys(f"re-recorded: {r.cause}" for r in p.recordings if r.cause)) \
-                if p.cudagraphable else ", ".join(p.reasons)
+            kind, why = partition_words(p)
             rows.append(f"<tr><td>{esc(g.compile_id)}</td><td>{esc(g.part)}</td><td class=num>{p.index}</td>"
                         f"<td>{esc(kind)}</td><td class=num>{p.kernels}</td><td class=num>"
                         f"{len(p.recordings) if p.cudagraphable else ''}</td><td>{esc(why)}</td>"

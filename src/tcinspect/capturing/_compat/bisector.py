@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import io
 from collections.abc import Callable
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,29 +25,15 @@ class Bisection:
     config_change: str = ""
 
 
-class BisectRun(NamedTuple):
-    """What one run under the bisector tried: the backend, the subsystem and its run state (or "")."""
-
-    backend: str
-    subsystem: str
-    state: str
-
-
-def compiler_bisect(fn: Callable[[BisectRun], bool], keep_custom_backend: bool = False) -> tuple[Optional[Bisection], str]:
+def compiler_bisect(fn: Callable[[], bool], keep_custom_backend: bool = False) -> Optional[Bisection]:
     """torch._inductor.compiler_bisector.CompilerBisector.do_bisect(fn) in this process (2.11-2.15): fn compiles
-    with torch.compile and says whether the result matches (it is told what the bisector is trying). The bisector
+    with torch.compile and says whether the result matches. The bisector
     runs eager, aot_eager, aot_eager_decomp_partition and inductor in turn (replacing torch.compile's backend),
     then, in the first that fails, disables its subsystems one by one and bisects the applications of the one that
     fixes it. ``keep_custom_backend``: a callable backend stays for its inductor runs (where torch has the option),
-    so a user's passes still run. Returns the answer and what the bisector printed."""
+    so a user's passes still run. What the bisector prints is kept off stdout. None: no backend failed."""
     from torch._inductor import config as inductor_config
     from torch._inductor.compiler_bisector import BACKENDS, CompilerBisector, ConfigChange
-
-    def run() -> bool:
-        backend = CompilerBisector.get_backend() or ""
-        subsystem = CompilerBisector.get_subsystem() or ""
-        state = CompilerBisector.get_run_state(backend, subsystem) or "" if backend and subsystem else ""
-        return fn(BisectRun(backend, subsystem, state))
 
     patch: dict[str, Any] = {}
     if keep_custom_backend and hasattr(inductor_config.test_configs, "bisect_keep_custom_backend_for_inductor"):
@@ -55,13 +41,13 @@ def compiler_bisect(fn: Callable[[BisectRun], bool], keep_custom_backend: bool =
     printed = io.StringIO()
     with inductor_config.patch(patch), contextlib.redirect_stdout(printed):
         try:
-            result = CompilerBisector.do_bisect(run)
+            result = CompilerBisector.do_bisect(fn)
         finally:
             import gc
 
             gc.collect()  # do_bisect's cleanup runs (and prints) when its local object is collected
     if result is None:
-        return None, printed.getvalue()
+        return None
     change = ""
     for s in BACKENDS.get(result.backend, []):
         if s.name == result.subsystem and isinstance(s, ConfigChange):
@@ -71,4 +57,4 @@ def compiler_bisect(fn: Callable[[BisectRun], bool], keep_custom_backend: bool =
                       "aot_eager_decomp_partition": "torch._functorch.config"}.get(s.config_name, s.config_name)
             change = f"{module}.{s.config_field}={s.config_value!r}"
     return Bisection(result.backend, result.subsystem or "", result.bisect_number,
-                     str(result.debug_info or ""), change), printed.getvalue()
+                     str(result.debug_info or ""), change)
