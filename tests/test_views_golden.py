@@ -15,6 +15,7 @@ import pytest
 
 from helpers import DATA, render_text
 
+ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
 LOGS = DATA / "torch_trace" / "torch-2.13.0"
 #: the recorded runs, and the `trace` stages each is shown with (the compiler's, then the registered views)
@@ -34,7 +35,7 @@ _TIMES = [
 def _normalized(text: str) -> str:
     for pattern, repl in _TIMES:
         text = pattern.sub(repl, text)
-    text = text.replace(str(Path(__file__).resolve().parent.parent) + "/", "")
+    text = text.replace(str(ROOT) + "/", "")
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
@@ -49,9 +50,13 @@ def _report(name: str):
         return report_from_events(read_jsonl(path), target=Target(kind="callable"),
                                   options=Options(mode="reduce-overhead", device="cuda"), device="cuda",
                                   torch_version="2.11.0")
+    from dataclasses import replace
+
     from tcinspect.request import load
 
-    return load(str(path)).report
+    report = load(str(path)).report
+    # shown as the repository-relative path, so the header wraps alike in any checkout
+    return replace(report, target=replace(report.target, path=str(path.resolve().relative_to(ROOT))))
 
 
 @pytest.mark.parametrize(("name", "stage"), [(n, s) for n, (_, stages) in CASES.items() for s in stages])
