@@ -391,3 +391,22 @@ def test_gpt2_s_backward_guards_read_as_what_torch_enforced():
     text = render_text(render.shapes(rep), width=200)
     assert "7 shape guards (2 in the final guards)" in text and "not a specialization" in text
     assert "(none: added by AOTAutograd code)" in text
+
+
+def test_a_shape_guard_evaluates_as_python_does_and_refuses_anything_else():
+    """The guard is compiled once and run per value: for each relation sympy prints, its value at every size is
+    Python's own value of the same text; a name, attribute or call it does not know makes it unreadable (None),
+    and an exponent past 64 is not tried."""
+    from tcinspect.parse.shape_guards import _CALLS, _predicate
+
+    relations = ["Eq(s0, 16)", "s0 <= 4096", "Eq(Mod(s0, 8), 0)", "2*s0**2 + 3 > 10", "1 < s0 < 3",
+                 "(s0 > 1) and (s0 < 5) or Eq(s0, 9)", "Ne(FloorDiv(s0, 2), Max(s0, 3) - Min(1, s0))",
+                 "not Eq(Abs(-s0), 2)", "Eq(64*s0 - 64, 0)"]
+    for text in relations:
+        test = _predicate(text, "s0")
+        assert test is not None, text
+        assert [test(v) for v in range(-3, 40)] == [bool(eval(text, dict(_CALLS), {"s0": v})) for v in range(-3, 40)]
+    for unreadable in ["s1 > 2", "s0.bit_length() > 2", "__import__('os')", "open(s0)", "s0 / 2 > 1", "s0 > 1.5"]:
+        assert _predicate(unreadable, "s0") is None, unreadable
+    with pytest.raises(ValueError):
+        _predicate("s0 ** 100 > 1", "s0")(2)

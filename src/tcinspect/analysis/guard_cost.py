@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional
 
 from tcinspect.report import CallCost, CompileGuardCost, DynamoGraph, Guard, Report
@@ -15,12 +16,14 @@ from tcinspect.report import CallCost, CompileGuardCost, DynamoGraph, Guard, Rep
 #: function's ``__closure__[2]`` or ``__defaults__[0]``.
 _LAYER = re.compile(r"\.(?!__)[A-Za-z_]\w*(\[(\d+)\])")
 _DICT_HOPS = re.compile(r"\._(?:modules|parameters|buffers)\['([A-Za-z_]\w*)'\]")
+_INDEX_HOPS = re.compile(r"\._modules\['(\d+)'\]")
 
 
 def readable(source: str) -> str:
     """A guard source as the user wrote it: ``._modules['h']._modules['0']`` becomes ``.h[0]``."""
-    s = re.sub(r"\._modules\['(\d+)'\]", r"[\1]", source)
-    return _DICT_HOPS.sub(r".\1", s)
+    if "._" not in source:
+        return source
+    return _DICT_HOPS.sub(r".\1", _INDEX_HOPS.sub(r"[\1]", source))
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Family:
     lambda_guards: int = 0
 
 
+@lru_cache(maxsize=1 << 16)  # each guard's source is split again for every view that counts families
 def _layer_split(source: str) -> Optional[tuple[str, str]]:
     """(container with [*], the layer's index) for a source inside a repeated layer, else None."""
     text = readable(source)

@@ -49,7 +49,7 @@ def enforced(expression: str, sources: Sequence[str], final: Sequence[str],
     if test is None or allowed is None:
         return ""
     try:
-        return YES if all(test(v) for v in allowed) else NO
+        return YES if all(map(test, allowed)) else NO
     except (ArithmeticError, ValueError, OverflowError):
         return ""
 
@@ -73,14 +73,18 @@ def _allowed(source: str, final: Sequence[str]) -> Optional[list[int]]:
     """The values of ``source`` the final guards let through (a sample of a long range), or None where they state
     no range or value for it."""
     s = re.escape(source)
+    equal = re.compile(rf"(?P<v>{_INT})==(?:{s})|(?:{s})==(?P<w>{_INT})")
+    above = re.compile(rf"(?P<lo>{_INT})<=(?:{s})(?:<=(?P<hi>{_INT}))?")
+    below = re.compile(rf"(?:{s})<=(?P<hi>{_INT})")
     lo: Optional[int] = None
     hi: Optional[int] = None
     for g in final:
-        m = re.fullmatch(rf"(?P<v>{_INT})==(?:{s})|(?:{s})==(?P<w>{_INT})", g)
+        if source not in g:
+            continue
+        m = equal.fullmatch(g)
         if m:
             return [int(m["v"] or m["w"])]
-        m = re.fullmatch(rf"(?P<lo>{_INT})<=(?:{s})(?:<=(?P<hi>{_INT}))?", g) or \
-            re.fullmatch(rf"(?:{s})<=(?P<hi>{_INT})", g)
+        m = above.fullmatch(g) or below.fullmatch(g)
         if m:
             if m.groupdict().get("lo") is not None:
                 lo = max(lo, int(m["lo"])) if lo is not None else int(m["lo"])
@@ -107,14 +111,9 @@ _CALLS: dict[str, Callable[..., Any]] = {
     "Eq": lambda a, b: a == b, "Ne": lambda a, b: a != b, "Mod": lambda a, b: a % b,
     "FloorDiv": lambda a, b: a // b, "Max": max, "Min": min, "Abs": abs,
 }
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Pow: lambda a, b: _power(a, b), ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-}
-_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-}
+#: the operators a guard may use (``**`` through _power)
+_BINARY = frozenset({ast.Add, ast.Sub, ast.Mult, ast.Pow, ast.FloorDiv, ast.Mod})
+_COMPARE = frozenset({ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq})
 
 
 def _predicate(expression: str, symbol: str) -> Optional[Callable[[int], bool]]:
@@ -145,29 +144,39 @@ def _predicate(expression: str, symbol: str) -> Optional[Callable[[int], bool]]:
 
     if not ok(tree):
         return None
+    # only integers, ``symbol``, arithmetic, comparisons and the calls above passed ``ok``: compiled, the guard
+    # runs as Python evaluates it, with ``**`` bounded by _power and and/or evaluating every operand to a bool
+    body = _Bounded().visit(tree)
+    fn = ast.Expression(ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=symbol)], kwonlyargs=[],
+                                                      kw_defaults=[], defaults=[]),
+                                   body=ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[body], keywords=[])))
+    test: Callable[[int], bool] = eval(compile(ast.fix_missing_locations(fn), "<shape guard>", "eval"), dict(_NAMESPACE))
+    return test
 
-    def value(node: ast.AST, v: int) -> Any:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return v
-        if isinstance(node, ast.BinOp):
-            return _BINARY[type(node.op)](value(node.left, v), value(node.right, v))
-        if isinstance(node, ast.UnaryOp):
-            inner = value(node.operand, v)
-            return -inner if isinstance(node.op, ast.USub) else not inner
-        if isinstance(node, ast.Compare):
-            left = value(node.left, v)
-            for op, right_node in zip(node.ops, node.comparators):
-                right = value(right_node, v)
-                if not _COMPARE[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.BoolOp):
-            values = [value(x, v) for x in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        return _CALLS[node.func.id](*(value(a, v) for a in node.args))
 
-    return lambda v: bool(value(tree, v))
+def _all(*values: Any) -> bool:
+    return all(values)
+
+
+def _any(*values: Any) -> bool:
+    return any(values)
+
+
+#: what a compiled guard can name besides its symbol (no builtins but bool)
+_NAMESPACE: dict[str, Any] = {**_CALLS, "_power": _power, "_all": _all, "_any": _any,
+                              "__builtins__": {"bool": bool}}
+
+
+class _Bounded(ast.NodeTransformer):
+    """``a ** b`` as ``_power(a, b)``; ``a and b`` / ``a or b`` as ``_all(a, b)`` / ``_any(a, b)``."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return ast.Call(func=ast.Name(id="_power", ctx=ast.Load()), args=[node.left, node.right], keywords=[])
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        name = "_all" if isinstance(node.op, ast.And) else "_any"
+        return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=list(node.values), keywords=[])

@@ -63,10 +63,3 @@ function openTarget() {
 window.addEventListener("hashchange", openTarget);
 openTarget();
 """
-
-
-def pygments_css() -> str:
-    from pygments.formatters import HtmlFormatter
-
-    # only the token rules: the formatter's global `pre` and line-number rules would restyle the page
-    return "\n".join(line for line in HtmlFormatter().get_style_defs(".hl").splitlines() if line.startswith(".hl "))

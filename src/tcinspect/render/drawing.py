@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional
 
 from tcinspect.errors import GraphvizError, GraphvizTimeout
@@ -44,59 +44,95 @@ def legend(pic: Picture) -> str:
     return f'<ul class="legend">{keys}{shapes}</ul>'
 
 
-def draw(pics: Sequence[Picture], progress: Optional[Callable[[int, int], None]] = None
-          ) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Each picture's inline SVG and notes, within the page's node budget.
+class Drawings:
+    """Each picture's inline SVG and notes (``get(key)``), laid out while the page is written: Graphviz's layouts run
+    in the background from the start (its own processes, on the other cores) and each graph tcinspect lays out
+    itself is laid out when the page first asks for it."""
+
+    def __init__(self, total: int, tick: Callable[[int, int], None]) -> None:
+        self.ready: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.later: dict[str, Callable[[], tuple[str, tuple[str, ...]]]] = {}
+        self.total = total
+        self.done = 0
+        self.tick = tick
+        self.pool: Optional[ThreadPoolExecutor] = None
+
+    def finished(self, key: str, result: tuple[str, tuple[str, ...]]) -> None:
+        self.ready[key] = result
+        self.done += 1
+        self.tick(self.done, self.total)
+
+    def get(self, key: str, default: tuple[str, tuple[str, ...]] = ("", ())) -> tuple[str, tuple[str, ...]]:
+        make = self.later.pop(key, None)
+        if make is not None:
+            self.finished(key, make())
+        return self.ready.get(key, default)
+
+    def close(self) -> None:
+        """Drop what the page never asked for, after the layouts still running end."""
+        self.later.clear()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+def draw(pics: Sequence[Picture], progress: Optional[Callable[[int, int], None]] = None) -> Drawings:
+    """Each picture's inline SVG and notes, within the page's node budget (spent in the pictures' order).
 
     Graphs of up to ``svg.DOT_NODES`` nodes go to Graphviz (in parallel, each for at most
     ``dot.DOT_FALLBACK_S``); larger ones, and any dot did not finish in time, are laid out by
     ``layered.layered``, linear in their size: a page is written in bounded time, never an error.
     ``progress(done, total)`` is called as pictures are finished.
     """
-    jobs: list[tuple[Picture, str]] = []
-    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    out = Drawings(len(pics), progress or (lambda d, t: None))
     left = MAX_PAGE_NODES
-    done = 0
-    tick = progress or (lambda d, t: None)
+    jobs: list[tuple[Picture, str, tuple[str, ...]]] = []
     for pic in pics:
         if left <= 0:
-            out[pic.key] = ("", (f"Not drawn: this page draws at most {MAX_PAGE_NODES:,} nodes in all. "
-                                 f"Draw it alone with <code>tcinspect trace REPORT --format svg --graph "
-                                 f"{esc(pic.key)} -o graph.svg</code>.",))
-            done += 1
+            out.finished(pic.key, ("", (f"Not drawn: this page draws at most {MAX_PAGE_NODES:,} nodes in all. "
+                                        f"Draw it alone with <code>tcinspect trace REPORT --format svg --graph "
+                                        f"{esc(pic.key)} -o graph.svg</code>.",)))
             continue
         if len(pic.graph.nodes) > DOT_NODES:
             limit = min(left, LAYERED_MAX_NODES)
-            why = "" if limit == LAYERED_MAX_NODES else f"at most {MAX_PAGE_NODES:,} nodes are drawn per page"
-            drawing, drawn, note = layered(pic, limit, why)
-            left -= drawn
-            out[pic.key] = (inline(drawing), (f"Cut short: {esc(note)}.",) if note else ())
-            done += 1
-            tick(done, len(pics))
+            left -= min(limit, len(pic.graph.nodes))
+            out.later[pic.key] = _layered(pic, limit)
             continue
         source = dot.dot_source([pic], legend=False, budget=left)
         left -= source.drawn
-        notes = tuple(f"Cut short: {esc(n)}." for n in source.notes)
-        out[pic.key] = ("", notes)
-        jobs.append((pic, source.text))
-
-    def lay_out(job: tuple[Picture, str]) -> tuple[str, str]:
-        try:
-            return inline(dot.run_dot(job[1], timeout=dot.DOT_FALLBACK_S)), ""
-        except GraphvizTimeout:
-            return inline(layered(job[0])[0]), ""
-        except GraphvizError as exc:
-            if dot.DOT_MISSING in exc.cause:  # a page is always drawn: tcinspect's own layout instead
-                return inline(layered(job[0])[0]), exc.cause
-            return "", exc.cause
-
-    workers = max(1, min(len(jobs), os.cpu_count() or 1, 8))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for (pic, _), (drawing, error) in zip(jobs, pool.map(lay_out, jobs)):
-            notes = out[pic.key][1]
-            if error:
-                notes += (GRAPHVIZ_MISSING if dot.DOT_MISSING in error else f"Not drawn: {esc(error)}.",)
-            out[pic.key] = (drawing, notes)
-            done += 1
-            tick(done, len(pics))
+        jobs.append((pic, source.text, tuple(f"Cut short: {esc(n)}." for n in source.notes)))
+    if jobs:
+        out.pool = ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1, 8)))
+        for pic, text, notes in jobs:
+            future = out.pool.submit(_lay_out, pic, text)
+            out.later[pic.key] = _when_laid_out(future, notes)
     return out
+
+
+def _layered(pic: Picture, limit: int) -> Callable[[], tuple[str, tuple[str, ...]]]:
+    def make() -> tuple[str, tuple[str, ...]]:
+        why = "" if limit == LAYERED_MAX_NODES else f"at most {MAX_PAGE_NODES:,} nodes are drawn per page"
+        drawing, _, note = layered(pic, limit, why)
+        return inline(drawing), (f"Cut short: {esc(note)}.",) if note else ()
+    return make
+
+
+def _when_laid_out(future: Future[tuple[str, str]], notes: tuple[str, ...]
+                   ) -> Callable[[], tuple[str, tuple[str, ...]]]:
+    def make() -> tuple[str, tuple[str, ...]]:
+        drawing, error = future.result()
+        if error:
+            return drawing, (*notes, GRAPHVIZ_MISSING if dot.DOT_MISSING in error else f"Not drawn: {esc(error)}.")
+        return drawing, notes
+    return make
+
+
+def _lay_out(pic: Picture, text: str) -> tuple[str, str]:
+    try:
+        return inline(dot.run_dot(text, timeout=dot.DOT_FALLBACK_S)), ""
+    except GraphvizTimeout:
+        return inline(layered(pic)[0]), ""
+    except GraphvizError as exc:
+        if dot.DOT_MISSING in exc.cause:  # a page is always drawn: tcinspect's own layout instead
+            return inline(layered(pic)[0]), exc.cause
+        return "", exc.cause

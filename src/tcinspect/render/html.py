@@ -17,8 +17,10 @@ from tcinspect.analysis import coverage as coverage_views
 from tcinspect.analysis.breaks import distinct_breaks
 from tcinspect.analysis.codegen import fusion_summary
 from tcinspect.render import drawing
-from tcinspect.render.assets import CSS, SCRIPT, pygments_css
+from tcinspect.render.assets import CSS, SCRIPT
 from tcinspect.render.drawing import legend, swatch
+from tcinspect.render.highlight import CSS as HIGHLIGHT_CSS
+from tcinspect.render.highlight import highlight
 from tcinspect.render.htmlparts import OPEN_ROWS, esc, fold, open_attr, slug, status
 from tcinspect.render.picture import KernelRef, kernel_refs, pictures
 from tcinspect.render.table import USER_GUARD_KINDS, compile_time_note, guard_expression
@@ -67,12 +69,7 @@ class _Page:
         text = text.rstrip("\n")
         if len(text) <= min(self.highlight_left, HIGHLIGHT_BLOCK_CHARS):
             self.highlight_left -= len(text)
-            from pygments import highlight  # Rich's dependency; imported only when a page is written
-            from pygments.formatters import HtmlFormatter
-            from pygments.lexers import CppLexer, PythonLexer
-
-            lexer = CppLexer() if language == "cpp" else PythonLexer()
-            return f'<pre class="hl">{highlight(text, lexer, HtmlFormatter(nowrap=True))}</pre>'
+            return f'<pre class="hl">{highlight(text, language)}</pre>'
         self.plain_code += 1
         return f"<pre>{esc(text)}</pre>"
 
@@ -408,8 +405,11 @@ def _guard_cost(rep: Report) -> str:
 def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -> str:
     """The whole report as one self-contained HTML page (``progress(done, total)`` as graphs are drawn)."""
     page = _Page(rep, progress)
-    body = [page.header(), "<main>", _findings(rep), page.summary(), *_views(rep, "top"), page.dynamo(),
-            page.guards(), page.breaks(), page.aot(), page.inductor(), *_views(rep, "after"), *_views(rep, "end")]
+    try:
+        body = [page.header(), "<main>", _findings(rep), page.summary(), *_views(rep, "top"), page.dynamo(),
+                page.guards(), page.breaks(), page.aot(), page.inductor(), *_views(rep, "after"), *_views(rep, "end")]
+    finally:
+        page.svgs.close()
     if page.plain_code:
         body.append(f'<p class="note">{page.plain_code} code blocks are shown without highlighting (this page '
                     f"highlights blocks of up to {HIGHLIGHT_BLOCK_CHARS:,} characters, {HIGHLIGHT_CHARS:,} in all)."
@@ -429,7 +429,7 @@ def render(rep: Report, progress: Optional[Callable[[int, int], None]] = None) -
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}{pygments_css()}</style></head><body>"
+            f"<title>{esc(title)}</title><style>{CSS}{HIGHLIGHT_CSS}</style></head><body>"
             + "".join(body) + f"<script>{SCRIPT}</script></body></html>\n")
 
 

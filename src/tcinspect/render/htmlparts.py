@@ -19,7 +19,10 @@ _SCRIPT_END = re.compile(r"</(?=script)", re.I)
 
 def esc(text: object) -> str:
     """``text`` escaped for HTML (attributes included)."""
-    return html.escape(str(text), quote=True)
+    s = text if type(text) is str else str(text)
+    if "&" in s or "<" in s or ">" in s or '"' in s or "'" in s:
+        return html.escape(s, quote=True)
+    return s  # most of a page's names and shapes have nothing to escape
 
 
 def slug(text: str) -> str:

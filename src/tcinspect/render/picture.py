@@ -102,11 +102,14 @@ def post_grad_kernels(out: OutputCode) -> dict[str, KernelRef]:
             for name in k.source_nodes:
                 if name in nodes and name not in owner:
                     owner[name] = ref
+    by_op: dict[str, list[str]] = {}  # each op's call_function nodes, in graph order
+    for n in graph.nodes:
+        if n.op == "call_function":
+            by_op.setdefault(op_name(n.target), []).append(n.name)
     for k, ref in zip(out.kernels, refs):
         if k.kind != "extern":
             continue
-        same_op = [n.name for n in graph.nodes if n.name not in owner and n.op == "call_function"
-                   and op_name(n.target) == k.name]
+        same_op = [name for name in by_op.get(k.name, ()) if name not in owner]
         if same_op:
             listed = [name for name in same_op if name in k.source_nodes]
             for name in listed or same_op[:1]:  # launches are in order: pair the first free node
