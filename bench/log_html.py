@@ -56,7 +56,6 @@ def main() -> None:
     if not log.is_file():
         raise SystemExit(f"no such log: {log} (record one: TORCH_TRACE=/tmp/trace python bench/record_rank_log.py)")
     env = base_env()
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     tlparse = shutil.which("tlparse")
     with tempfile.TemporaryDirectory(prefix="tcinspect-loghtml-") as tmp:
         work = Path(tmp)
