@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tcinspect import serialize
+from tcinspect import jsonfast, serialize
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import compile_time as compiletime
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import jsonfast, memo, rankpool, tracelog
+from tcinspect.parse import memo, rankpool, tracelog
 from tcinspect.parse.merge import RankEntry, merge_ranks
 from tcinspect.report import CacheKeyComponent
 

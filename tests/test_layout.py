@@ -127,11 +127,12 @@ def test_the_cycle_finder_finds_a_cycle():
 #: Lowest first. The data model and its words are at the bottom; the stages that build a report
 #: (parse, then capturing, which hands parse its events) and those that read one (analysis, render) are
 #: two branches above it that never import each other; request, the public API and cli are on top.
-FOUNDATION = ("tcinspect._version", "tcinspect.errors", "tcinspect.collector")
+FOUNDATION = ("tcinspect._version", "tcinspect.errors", "tcinspect.collector", "tcinspect.jsonfast")
 LAYERS: dict[str, tuple[str, ...]] = {
     "tcinspect._version": (),
     "tcinspect.errors": (),
     "tcinspect.collector": (),  # the cycle collector paused while a large structure is built or read
+    "tcinspect.jsonfast": (),  # JSON read as json.loads reads it, by msgspec: logs, events, saved reports
     "tcinspect.display": (),  # how a Report shows itself: installed from above (tcinspect/__init__.py)
     "tcinspect.report": ("tcinspect.errors", "tcinspect.display"),  # a Request checks itself when built (UsageError)
     "tcinspect.interrupts": FOUNDATION,

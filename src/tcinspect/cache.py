@@ -425,9 +425,9 @@ def read_report(path: str | Path) -> Report:
         return serialize.load(p)
     twin = _twin_path(data)
     try:
-        twin_text = twin.read_text(encoding="utf-8")
+        twin_text = twin.read_bytes()  # JSON read from its bytes (msgspec): no text decoded first
     except OSError:
-        twin_text = ""
+        twin_text = b""
     if twin_text:
         try:
             rep = serialize.loads(twin_text, name=str(p))

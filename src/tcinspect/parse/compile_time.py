@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional
 
-from tcinspect.parse import jsonfast
+from tcinspect import jsonfast
 from tcinspect.parse.events import CHROMIUM_EVENT, Event, compact_span, json_payload
 from tcinspect.parse.memo import memoized
 from tcinspect.report import (

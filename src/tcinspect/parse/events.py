@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from tcinspect.parse import jsonfast
+from tcinspect import jsonfast
 from tcinspect.report import EventCount, ParseHealth
 
 # Keys PyTorch adds beside an event's own metadata (torch/_logging/_internal.py, trace_structured).

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Optional, Union, cast
 
+from tcinspect import jsonfast
 from tcinspect.derived import runs
 from tcinspect.errors import TraceLogError
 from tcinspect.parse import events as ev_mod
-from tcinspect.parse import jsonfast, logfiles, memo, shapes
+from tcinspect.parse import logfiles, memo, shapes
 from tcinspect.parse.events import Event
 from tcinspect.report import DdpSplit, LogOrigin, Options, Report, Target
 
