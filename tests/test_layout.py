@@ -170,7 +170,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                       "tcinspect.mcp_server"),  # `tcinspect mcp` starts the server
     # the MCP server: the commands `tcinspect mcp` hands it, run for an agent, and the reports as resources
     "tcinspect.mcp_server": (*FOUNDATION, "tcinspect.cache", "tcinspect.interrupts"),
-    "tcinspect.__main__": ("tcinspect.cli",),
+    "tcinspect.__main__": ("tcinspect.cli", "tcinspect.capturing"),  # the capture's child started before the CLI
 }
 
 #: Imports against LAYERS that are still there, each with what removes it (the test below fails once one goes,

@@ -8,10 +8,12 @@ structured-trace events the child streamed to a file as they arrived.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from tcinspect import errors, interrupts, serialize
+from tcinspect.capturing import prewarm
 from tcinspect.errors import ChildInternalError
 from tcinspect.report import Failure, Options, Report, Request, Target
 
@@ -34,16 +37,26 @@ def capture_isolated(request: Request, source: ModelSource) -> Report:
 
     A crash or a timeout is a report of the stages recorded before it, whose ``failure`` is ``crashed``."""
     path, timeout = source.path, request.timeout
-    with tempfile.TemporaryDirectory(prefix="tcinspect-child-") as tmp:
-        t = Path(tmp)
+    warm = prewarm.take()  # started before the command line was parsed, as this would start it now
+    with contextlib.ExitStack() as stack:
+        if warm is not None:
+            t = warm.directory
+            stack.callback(shutil.rmtree, t, True)
+        else:
+            t = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tcinspect-child-")))
         (t / "request.json").write_text(request.to_json(), encoding="utf-8")
         (t / "source.py").write_bytes(source.text.encode("utf-8"))
-        env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
-        with open(t / "output.txt", "w+b") as output:
-            # its own session: a Ctrl-C at the terminal reaches only us, and we end the child's whole
-            # process group (its compile workers and g++ included) on the way out
-            proc = subprocess.Popen([sys.executable, "-m", "tcinspect.capturing.isolate", str(t)],
-                                    env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        with (warm.output if warm is not None else open(t / "output.txt", "w+b")) as output:
+            if warm is not None:
+                proc = warm.proc
+                os.write(warm.go, b"go\n")
+                os.close(warm.go)
+            else:
+                # its own session: a Ctrl-C at the terminal reaches only us, and we end the child's whole
+                # process group (its compile workers and g++ included) on the way out
+                env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
+                proc = subprocess.Popen([sys.executable, "-m", "tcinspect.capturing.isolate", str(t)],
+                                        env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             with interrupts.cleanup(lambda: _kill_group(proc)):
                 try:
                     code = proc.wait(timeout=timeout)
@@ -156,8 +169,9 @@ def partial_report(events_file: Path, path: Path, model_name: str, options: Opti
                        torch_version=installed_torch_version(), source=SourceHealth(lines_not_understood=bad))
 
 
-def _child(directory: str) -> int:
-    """The child: capture the request in ``directory`` and write ``result.json`` there."""
+def _child(directory: str, go: Optional[int] = None) -> int:
+    """The child: capture the request in ``directory`` and write ``result.json`` there. Started ahead
+    (capturing/prewarm.py), it first waits for a line on the pipe ``go``; it ends at once when none comes."""
     t = Path(directory)
     result = t / "result.json"
     # a native crash (an abort or a segfault in an extension) leaves the Python stack here for the parent
@@ -166,6 +180,10 @@ def _child(directory: str) -> int:
     from tcinspect.capturing import modelfile
     from tcinspect.capturing.engine import capture_file
 
+    if go is not None:
+        with os.fdopen(go, "rb") as pipe:
+            if pipe.readline().strip() != b"go":
+                return 0  # the parent took no capture from us
     try:
         request = Request.from_json((t / "request.json").read_text(encoding="utf-8"))
         assert request.file is not None
@@ -193,4 +211,6 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--ready":  # started ahead: python -m tcinspect.capturing.isolate --ready DIR FD
+        sys.exit(_child(sys.argv[2], int(sys.argv[3])))
     sys.exit(_child(sys.argv[1]))

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from tcinspect import interrupts
+from tcinspect.capturing import prewarm
 from tcinspect.cli._app import app  # the commands below register on it
 from tcinspect.errors import ExitCode, Interrupted, TcinspectError
 
@@ -92,7 +93,10 @@ def _say(line: str) -> None:
 
 
 def run() -> None:
-    code = main()
+    try:
+        code = main()
+    finally:
+        prewarm.discard()  # a capture's child started ahead that no capture took (a saved report reused, --help)
     if "torch" not in sys.modules:
         # a read of a saved report: freeing a 15 MB report's million objects one by one at exit took
         # 0.05-0.2 s, for nothing. Not after a capture, whose torch workers atexit must stop.
