@@ -461,3 +461,23 @@ def test_trace_to_a_file_shows_the_summary_not_every_table(tmp_path, capsys):
     assert "Summary" in out and "cpp_fused_mul_relu_0" not in out  # the kernel table is in the file only
     code, out, _ = cli(capsys, "trace", str(saved), "-o", str(page), "--stage", "inductor")
     assert code == 0 and "cpp_fused_mul_relu_0" in out  # --stage still shows what it names
+
+
+def test_large_graphs_laid_out_by_a_forked_copy_make_the_same_page(monkeypatch):
+    """Graphs past DOT_NODES are laid out by a forked copy of the process while the page is written: the page is
+    the one laid out in-process, byte for byte; a copy that fails is replaced by the in-process layout."""
+    rep = chain_report(drawing.DOT_NODES + 1200, 2)  # two large graphs: past FORK_NODES together
+    monkeypatch.setenv(drawing.NO_FORK_ENV, "1")
+    alone = html.render(rep)
+    monkeypatch.delenv(drawing.NO_FORK_ENV)
+    monkeypatch.setattr(drawing.threading, "active_count", lambda: 1)  # the test runner's threads aside
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(drawing.os, "fork", lambda: forks.append(1) or real_fork())
+    assert html.render(rep) == alone and forks == [1]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the copy fails")
+
+    monkeypatch.setattr(drawing.pickle, "dumps", broken)  # the copy ends with exit 1 and sends nothing
+    assert html.render(rep) == alone and forks == [1, 1]

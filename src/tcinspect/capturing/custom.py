@@ -81,6 +81,10 @@ def load_callable(spec: str, option: str) -> Callable[..., Any]:
 
 def check_backend_name(name: str) -> None:
     """A plain --backend must be a name torch.compile knows (after the model file registered its own)."""
+    if name == "inductor":
+        # torch.compile takes its default by name without the registry (torch/__init__.py, 2.11-2.15); listing the
+        # registry imports every backend module, which the user's own torch.compile never does
+        return
     if name not in _compat.dynamo.registered_backends():
         known = ", ".join(_compat.dynamo.registered_backends(False))
         raise UsageError(f"unknown backend '{name}' (registered: {known})",
