@@ -126,3 +126,26 @@ def test_the_command_line_leaves_no_child_and_no_directory(tmp_path):
         assert time.monotonic() - started < 600
         assert not list(tmp_path.glob("tcinspect-child-*"))
     assert "reusing the current report" in done.stderr
+
+
+@pytest.mark.torch
+def test_a_child_that_ended_after_it_was_taken_is_replaced(monkeypatch, tmp_path):
+    """The child started ahead ends between being taken and being told to go: the capture starts its own child in the
+    same directory, as it would have without one, and reports the model (not a crash)."""
+    from tcinspect.capturing import isolate, modelfile
+    from tcinspect.report import Request
+
+    monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    prewarm.start(["trace", TINY])
+    warm = prewarm.take()
+    assert warm is not None
+    os.killpg(warm.proc.pid, 9)
+    warm.proc.wait()
+    monkeypatch.setattr(prewarm, "take", lambda: warm)
+    started = []
+    real = subprocess.Popen
+    monkeypatch.setattr(isolate.subprocess, "Popen", lambda *a, **kw: started.append(a[0]) or real(*a, **kw))
+    rep = isolate.capture_isolated(Request(file=TINY), modelfile.read(TINY))
+    assert len(started) == 1 and str(warm.directory) in started[0]
+    assert rep.ok and len(rep.stages.dynamo.graphs) == 1
+    assert not warm.directory.exists()

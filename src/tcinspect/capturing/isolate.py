@@ -47,11 +47,19 @@ def capture_isolated(request: Request, source: ModelSource) -> Report:
         (t / "request.json").write_text(request.to_json(), encoding="utf-8")
         (t / "source.py").write_bytes(source.text.encode("utf-8"))
         with (warm.output if warm is not None else open(t / "output.txt", "w+b")) as output:
+            proc: Optional[subprocess.Popen[bytes]] = None
             if warm is not None:
-                proc = warm.proc
-                os.write(warm.go, b"go\n")
-                os.close(warm.go)
-            else:
+                try:
+                    os.write(warm.go, b"go\n")
+                    proc = warm.proc
+                except OSError:  # it ended since it was taken: a child of our own, as without one started ahead
+                    _kill_group(warm.proc)
+                    warm.proc.wait()
+                    output.seek(0)
+                    output.truncate()
+                finally:
+                    os.close(warm.go)
+            if proc is None:
                 # its own session: a Ctrl-C at the terminal reaches only us, and we end the child's whole
                 # process group (its compile workers and g++ included) on the way out
                 env = dict(os.environ, TCINSPECT_EVENTS_FILE=str(t / "events.jsonl"))
