@@ -102,10 +102,9 @@ def _stop(warm: Warm) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     warm.proc.wait()
-    for fd in (warm.go,):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    try:
+        os.close(warm.go)
+    except OSError:  # closed already
+        pass
     warm.output.close()
     shutil.rmtree(warm.directory, ignore_errors=True)

@@ -109,12 +109,11 @@ def draw(pics: Sequence[Picture], progress: Optional[Callable[[int, int], None]]
         source = dot.dot_source([pic], legend=False, budget=left)
         left -= source.drawn
         jobs.append((pic, source.text, tuple(f"Cut short: {esc(n)}." for n in source.notes)))
-    out.later.update(large)
     if sum(len(p.graph.nodes) for p in pics if p.key in large) >= FORK_NODES and _can_fork():
         # before Graphviz's threads start: a fork copies the calling thread alone
         forked = out.forked = _Forked(large)
-        for key, make in large.items():
-            out.later[key] = _from_fork(forked, key, make)
+        large = {key: _from_fork(forked, key, make) for key, make in large.items()}
+    out.later.update(large)
     if jobs:
         out.pool = ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1, 8)))
         for pic, text, notes in jobs:
@@ -169,8 +168,8 @@ class _Forked:
             if status == 0 and data:
                 try:
                     self.results = pickle.loads(data)
-                except Exception:  # noqa: BLE001 - laid out here instead
-                    self.results = {}
+                except Exception:  # noqa: BLE001 - each graph is laid out here instead
+                    pass
         return self.results
 
     def stop(self) -> None:

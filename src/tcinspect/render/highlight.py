@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import keyword
 import re
+from collections.abc import Callable
 
 #: the page's rules for the classes below (the colours of Pygments' default style)
 CSS = """.hl { background: #f8f8f8 }
@@ -62,38 +63,34 @@ def _span(cls: str, text: str) -> str:
     return f'<span class="{cls}">{html.escape(text, quote=False)}</span>'
 
 
-def _python(m: re.Match[str]) -> str:
-    kind = m.lastgroup
-    text = m.group()
-    if kind == "w":
-        if text in _PY_KEYWORDS:
-            return _span("k", text)
-        if text in _PY_WORD_OPS:
-            return _span("ow", text)
-        if text in _PY_BUILTINS:
-            return _span("nb", text)
-        return text
-    if kind == "name":  # def/class, its gap and the name it introduces
-        return (_span("k", m["def"]) + m["gap"]
-                + _span("nc" if m["def"] == "class" else "nf", m["name"]))
-    return _span(kind or "", text)
+#: each language's coloured words and their classes
+_PY_WORDS = {**dict.fromkeys(_PY_BUILTINS, "nb"), **dict.fromkeys(_PY_WORD_OPS, "ow"), **dict.fromkeys(_PY_KEYWORDS, "k")}
+_CPP_WORDS = {**dict.fromkeys(_CPP_TYPES, "kt"), **dict.fromkeys(_CPP_KEYWORDS, "k")}
 
 
-def _cpp(m: re.Match[str]) -> str:
-    kind = m.lastgroup
-    text = m.group()
-    if kind == "w":
-        if text in _CPP_KEYWORDS:
-            return _span("k", text)
-        if text in _CPP_TYPES:
-            return _span("kt", text)
-        return text
-    return _span(kind or "", text)
+def _painter(words: dict[str, str]) -> Callable[[re.Match[str]], str]:
+    """A match of the language's pattern as HTML: a word in its class (or plain), any other token in its group's."""
+
+    def paint(m: re.Match[str]) -> str:
+        kind = m.lastgroup
+        text = m.group()
+        if kind == "w":
+            cls = words.get(text)
+            return _span(cls, text) if cls else text
+        if kind == "name":  # Python's def/class, its gap and the name it introduces
+            return (_span("k", m["def"]) + m["gap"]
+                    + _span("nc" if m["def"] == "class" else "nf", m["name"]))
+        return _span(kind or "", text)
+
+    return paint
+
+
+_PYTHON, _CPP_PAINT = _painter(_PY_WORDS), _painter(_CPP_WORDS)
 
 
 def highlight(text: str, language: str = "python") -> str:
     """``text`` as HTML: escaped, its tokens in spans of the classes of ``CSS``."""
-    pattern, paint = (_CPP, _cpp) if language == "cpp" else (_PY, _python)
+    pattern, paint = (_CPP, _CPP_PAINT) if language == "cpp" else (_PY, _PYTHON)
     out: list[str] = []
     last = 0
     for m in pattern.finditer(text):

@@ -65,50 +65,44 @@ def metric(rep: Report, name: str) -> int:
     return int(getattr(rep.summary, name))
 
 
+#: What a limit's value must be: the words of its message, and the test (a bool is never a number here)
+_COUNT = ("a whole number >= 0", lambda v: isinstance(v, int) and v >= 0)
+_SHARE = ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1)
+
+
+def _positive(unit: str) -> tuple[str, Callable[[Any], bool]]:
+    return f"a number{unit} > 0", lambda v: isinstance(v, (int, float)) and v > 0
+
+
+def _checked(values: dict[str, Any], key: str, rule: tuple[str, Callable[[Any], bool]], where: str,
+             none_is_unset: bool = True) -> Any:
+    """``values.get(key)`` once it passes ``rule`` (None, where ``none_is_unset``, sets no limit); else one line
+    naming it (UsageError)."""
+    v = values.get(key)
+    what, ok = rule
+    if (v is not None if none_is_unset else key in values) and (isinstance(v, bool) or not ok(v)):
+        raise UsageError(f"{where}: {key} must be {what}, not {v!r}", f"fix {key} in {where}")
+    return v
+
+
+def _number(v: Any) -> Optional[float]:
+    return float(v) if v is not None else None
+
+
 def parse_limits(values: dict[str, Any], where: str) -> Limits:
     """Limits from a config mapping (``max_graph_breaks = 0`` ...), checked."""
-    kwargs = {}
-    for m in (*METRICS, *SECTION_METRICS):
-        key = f"max_{m}"
-        if key in values:
-            v = values[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise UsageError(f"{where}: {key} must be a whole number >= 0, not {v!r}", f"fix {key} in {where}")
-            kwargs[m] = v
-    seconds = values.get("max_compile_time")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
-        raise UsageError(f"{where}: max_compile_time must be a number of seconds > 0, not {seconds!r}",
-                         f"fix max_compile_time in {where}")
-    latency = values.get("max_guard_latency_us")
-    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency <= 0):
-        raise UsageError(f"{where}: max_guard_latency_us must be a number of microseconds > 0, not {latency!r}",
-                         f"fix max_guard_latency_us in {where}")
-    reuse = values.get("min_region_reuse")
-    if reuse is not None and (isinstance(reuse, bool) or not isinstance(reuse, (int, float)) or not 0 <= reuse <= 1):
-        raise UsageError(f"{where}: min_region_reuse must be a share from 0 to 1, not {reuse!r}",
-                         f"fix min_region_reuse in {where}")
-    saved = values.get("max_saved_bytes")
-    if saved is not None and (isinstance(saved, bool) or not isinstance(saved, int) or saved < 0):
-        raise UsageError(f"{where}: max_saved_bytes must be a whole number >= 0, not {saved!r}",
-                         f"fix max_saved_bytes in {where}")
-    least = values.get("min_coverage")
-    if least is not None and (isinstance(least, bool) or not isinstance(least, (int, float)) or not 0 <= least <= 1):
-        raise UsageError(f"{where}: min_coverage must be a share from 0 to 1, not {least!r}",
-                         f"fix min_coverage in {where}")
-    graphed = values.get("min_cudagraph_coverage")
-    if graphed is not None and (isinstance(graphed, bool) or not isinstance(graphed, (int, float))
-                                or not 0 <= graphed <= 1):
-        raise UsageError(f"{where}: min_cudagraph_coverage must be a share from 0 to 1, not {graphed!r}",
-                         f"fix min_cudagraph_coverage in {where}")
-    ratio = values.get("max_peak_ratio")
-    if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0):
-        raise UsageError(f"{where}: max_peak_ratio must be a number > 0, not {ratio!r}", f"fix max_peak_ratio in {where}")
-    return Limits(**kwargs, compile_time_s=float(seconds) if seconds is not None else None,
-                  guard_latency_us=float(latency) if latency is not None else None,
-                  min_region_reuse=float(reuse) if reuse is not None else None, saved_bytes=saved,
-                  peak_ratio=float(ratio) if ratio is not None else None,
-                  min_coverage=float(least) if least is not None else None,
-                  min_cudagraph_coverage=float(graphed) if graphed is not None else None)
+    kwargs = {m: _checked(values, f"max_{m}", _COUNT, where, none_is_unset=False) for m in (*METRICS, *SECTION_METRICS)
+              if f"max_{m}" in values}
+    seconds = _checked(values, "max_compile_time", _positive(" of seconds"), where)
+    latency = _checked(values, "max_guard_latency_us", _positive(" of microseconds"), where)
+    reuse = _checked(values, "min_region_reuse", _SHARE, where)
+    saved = _checked(values, "max_saved_bytes", _COUNT, where)
+    least = _checked(values, "min_coverage", _SHARE, where)
+    graphed = _checked(values, "min_cudagraph_coverage", _SHARE, where)
+    ratio = _checked(values, "max_peak_ratio", _positive(""), where)
+    return Limits(**kwargs, compile_time_s=_number(seconds), guard_latency_us=_number(latency),
+                  min_region_reuse=_number(reuse), saved_bytes=saved, peak_ratio=_number(ratio),
+                  min_coverage=_number(least), min_cudagraph_coverage=_number(graphed))
 
 
 @dataclass(frozen=True)
