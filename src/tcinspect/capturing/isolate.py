@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from tcinspect import errors, interrupts, serialize
+from tcinspect import collector, errors, interrupts, serialize
 from tcinspect.capturing import prewarm
 from tcinspect.errors import ChildInternalError
 from tcinspect.report import Failure, Options, Report, Request, Target
@@ -208,6 +208,7 @@ def _child(directory: str, go: Optional[int] = None) -> int:
     except Exception:  # noqa: BLE001 - a bug in tcinspect: the parent shows it as one, not as a crash
         payload = {"internal": traceback.format_exc()}
     _write_atomic(result, json.dumps(payload))
+    collector.finish_before_exit()  # the report is written: the exit, less the collector's walk of torch's heap
     return 0
 
 

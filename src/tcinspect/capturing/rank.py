@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
-from tcinspect import errors, serialize
+from tcinspect import collector, errors, serialize
 from tcinspect.capturing.launcher import RANKS_DIR_ENV, REQUEST, SOURCE, RankFiles
 from tcinspect.report import Request
 
@@ -62,6 +62,7 @@ def main() -> int:
     serialize.write_atomic(files.result, json.dumps(payload))
     if code == 0:
         _destroy_process_group()
+    collector.finish_before_exit()  # the rank's files are written: its exit, less the collector's walk of the heap
     return code
 
 

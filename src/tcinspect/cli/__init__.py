@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from tcinspect import interrupts
+from tcinspect import collector, interrupts
 from tcinspect.capturing import prewarm
 from tcinspect.cli._app import app  # the commands below register on it
 from tcinspect.errors import ExitCode, Interrupted, TcinspectError
@@ -107,4 +107,5 @@ def run() -> None:
             pass
         logging.shutdown()
         os._exit(code)
+    collector.finish_before_exit()  # after a capture in this process (--debug): its exit, less the collector's walk
     sys.exit(code)
