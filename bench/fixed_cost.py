@@ -13,7 +13,7 @@ start-up, bare, ...):
   line is parsed, as before capturing/prewarm.py);
 - start-up: ``tcinspect --version`` (the interpreter and the CLI's imports; no torch).
 
-Printed: each side's median wall time with its range, and each trace side's ratio to bare (the median of the
+``--sides`` picks the sides (bare and trace always run). Printed: each side's median wall time with its range, and each trace side's ratio to bare (the median of the
 per-round ratios, with their range). The target is trace / bare <= 1.05.
 """
 
@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runner import Dirs, base_env, inductor_env, run_once
 
 REPO = Path(__file__).resolve().parent.parent
+#: --sides words -> the sides' names as printed
+SIDES = {"bare": "bare", "trace": "trace", "trace-no-prewarm": "trace, no prewarm", "start-up": "start-up"}
 
 
 def main() -> None:
@@ -39,7 +41,13 @@ def main() -> None:
     ap.add_argument("--inputs-name", default="example_inputs")
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--sides", default=",".join(SIDES),
+                    help=f"the sides to run, comma-separated (bare and trace always run): {','.join(SIDES)}")
     a = ap.parse_args()
+    asked = {w.strip() for w in a.sides.split(",") if w.strip()}
+    if asked - SIDES.keys():
+        ap.error(f"unknown side {sorted(asked - SIDES.keys())[0]!r}: choose from {','.join(SIDES)}")
+    wanted = {SIDES[w] for w in asked} | {"bare", "trace"}
     model = Path(a.model).resolve()
     dirs = Dirs(keep=False)
     try:
@@ -59,6 +67,7 @@ def main() -> None:
 
         sides = {"bare": bare, "trace": lambda: trace(True), "trace, no prewarm": lambda: trace(False),
                  "start-up": lambda: ([*tc, "--version"], env)}
+        sides = {k: v for k, v in sides.items() if k in wanted}
         times: dict[str, list[float]] = {k: [] for k in sides}
         for name, make in sides.items():
             cmd, e = make()
@@ -77,7 +86,7 @@ def main() -> None:
           f"Python {platform.python_version()}, torch {torch.__version__}; {model.name}, {a.runs} rounds\n")
     for name, ts in times.items():
         print(f"{name:18s} {statistics.median(ts):6.2f} s ({min(ts):.2f}-{max(ts):.2f})")
-    for name in ("trace", "trace, no prewarm"):
+    for name in [n for n in ("trace", "trace, no prewarm") if n in times]:
         ratios = [x / y for x, y in zip(times[name], times["bare"])]
         met = "met" if statistics.median(ratios) <= 1.05 else "not met"
         print(f"{name} / bare: {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"

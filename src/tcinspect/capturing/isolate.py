@@ -208,7 +208,6 @@ def _child(directory: str, go: Optional[int] = None) -> int:
     except Exception:  # noqa: BLE001 - a bug in tcinspect: the parent shows it as one, not as a crash
         payload = {"internal": traceback.format_exc()}
     _write_atomic(result, json.dumps(payload))
-    collector.finish_before_exit()  # the report is written: the exit, less the collector's walk of torch's heap
     return 0
 
 
@@ -220,6 +219,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--ready":  # started ahead: python -m tcinspect.capturing.isolate --ready DIR FD
-        sys.exit(_child(sys.argv[2], int(sys.argv[3])))
-    sys.exit(_child(sys.argv[1]))
+    # started ahead: python -m tcinspect.capturing.isolate --ready DIR FD
+    status = _child(sys.argv[2], int(sys.argv[3])) if sys.argv[1] == "--ready" else _child(sys.argv[1])
+    collector.finish_before_exit()  # the report is written: the exit, less the collector's walk of torch's heap
+    sys.exit(status)

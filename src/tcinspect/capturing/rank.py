@@ -62,7 +62,6 @@ def main() -> int:
     serialize.write_atomic(files.result, json.dumps(payload))
     if code == 0:
         _destroy_process_group()
-    collector.finish_before_exit()  # the rank's files are written: its exit, less the collector's walk of the heap
     return code
 
 
@@ -96,4 +95,6 @@ def _destroy_process_group() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    collector.finish_before_exit()  # the rank's files are written: its exit, less the collector's walk of the heap
+    sys.exit(status)
