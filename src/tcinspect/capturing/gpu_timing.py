@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from tcinspect.capturing import _compat
 from tcinspect.capturing.datasheets import datasheet, theoretical_bandwidth
 from tcinspect.capturing.modelfile import Call
 from tcinspect.errors import DeviceError, UsageError
@@ -446,7 +447,7 @@ def _profile_steps(compiled: Callable[..., Any], inputs: Call, step: Callable[[C
         step(compiled, inputs)
     torch.cuda.synchronize()
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with _compat.profiler.markers_dropped(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for i in range(steps):
                 with record_function(f"{STEP_MARK}{i}"):
                     step(compiled, inputs)

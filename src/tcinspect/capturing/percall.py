@@ -57,7 +57,7 @@ def measure(compiled: Callable[..., Any], calls: Sequence[tuple[int, Any]], runs
             modelfile.as_call(args)(compiled)
     before = set(compiles_so_far())
     orders: list[dict[str, list[str]]] = []
-    with _own_objects_frozen(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    with _own_objects_frozen(), _compat.profiler.markers_dropped(), profile(activities=[ProfilerActivity.CPU]) as prof:
         for _, args in calls:  # and once under the profiler, outside any span: its own first-call cost
             modelfile.as_call(args)(compiled)
         for _ in range(runs):

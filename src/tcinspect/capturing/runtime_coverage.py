@@ -86,7 +86,8 @@ def _measure(compiled: Callable[..., Any], inputs: modelfile.Call, step: Callabl
     with _state_kept(model, inputs, cuda):
         try:
             # public since torch 2.6: a frame Dynamo would compile raises instead (torch/_dynamo/eval_frame.py)
-            with torch.compiler.set_stance("fail_on_recompile"), profile(activities=activities, with_stack=True) as prof:
+            with (_compat.profiler.markers_dropped(), torch.compiler.set_stance("fail_on_recompile"),
+                  profile(activities=activities, with_stack=True) as prof):
                 with _line_spans(places):
                     step(compiled, inputs)
                 if cuda:

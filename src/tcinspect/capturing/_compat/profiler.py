@@ -3,16 +3,68 @@ eagerly, and from which user line.
 
 Touches the profiler's event tree (``kineto_results.experimental_event_tree()``, torch._C._profiler: _ProfilerEvent,
 _EventType and their extra fields: an op's sequence number, a Python call's caller and callsite, an nn.Module's id)
-and the prefixes torch's Python tracer strips from file names (torch/profiler/python_tracer.py). Supported: torch
-2.11 to 2.15.
+and the prefixes torch's Python tracer strips from file names (torch/profiler/python_tracer.py); and the marker lines
+Kineto writes on stderr as tcinspect's own profiler runs start and stop (``markers_dropped``). Supported: torch 2.11
+to 2.15.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
+
+#: The lines libkineto writes on stderr as a profiler starts and stops (torch 2.13's CPU build:
+#: "USDT:2026-12-02 02:18:32 30682:30682 SyncActivityProfilerHandler.cpp:52] profiler_start"). They are Kineto's
+#: USDT level, above its errors: no KINETO_LOG_LEVEL hides them but one that hides the errors too.
+KINETO_MARKER = re.compile(rb"^USDT:[^\n]*\] profiler_(?:start|stop)\n", re.M)
+
+
+@contextlib.contextmanager
+def markers_dropped() -> Iterator[None]:
+    """A profiler run of tcinspect's own (runtime coverage, --per-call, --bench) without Kineto's marker lines.
+
+    The user's model never asked for a profiler: its output should not say that one started. Where stderr is a
+    regular file that can be read back (an isolated capture's output, which its parent forwards), the lines Kineto
+    wrote on it during the block are taken out again, and everything else written there stays as it was. On a
+    terminal, a pipe or a file opened for appending only (a rank's log), nothing is changed."""
+    fd = 2
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        start = os.lseek(fd, 0, os.SEEK_CUR) if stat.S_ISREG(os.fstat(fd).st_mode) else -1
+    except (OSError, ValueError, AttributeError):  # no stderr, a closed stream, an unseekable one
+        start = -1
+    try:
+        yield
+    finally:
+        if start >= 0:
+            _drop_markers(fd, start)
+
+
+def _drop_markers(fd: int, start: int) -> None:
+    """Kineto's marker lines out of what was written on ``fd`` from ``start`` to its end (where its offset is)."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        if end <= start or end != os.fstat(fd).st_size:
+            return
+        written = os.pread(fd, end - start, start)
+        kept = KINETO_MARKER.sub(b"", written)
+        if kept == written:
+            return
+        # what stays is written over the block's first bytes before the file is cut: a crash in between leaves
+        # every line, some twice, and none lost
+        os.pwrite(fd, kept, start)
+        os.ftruncate(fd, start + len(kept))
+        os.lseek(fd, start + len(kept), os.SEEK_SET)
+    except (OSError, ValueError, AttributeError):  # not readable (opened for writing only), or gone
+        return
 
 
 class ProfiledEvent:
