@@ -294,6 +294,19 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(autouse=True)
+def _records_in_process_given_back():
+    """A test that forgets this process's records of what it saw compiled (``records.forget_in_process``, as a new
+    process would) gets them back after it: a session fixture's capture made before it (``tiny_report``) is recalled
+    by the tests after it, in whichever order a worker runs the modules. Records the test added stay."""
+    records = sys.modules.get("tcinspect.capturing.records")
+    kept = dict(records._IN_PROCESS) if records is not None else {}
+    yield
+    if kept and records is not None:
+        for key, record in kept.items():
+            records._IN_PROCESS.setdefault(key, record)
+
+
+@pytest.fixture(autouse=True)
 def _private_report_cache(tmp_path, monkeypatch):
     """Every test gets its own tcinspect report cache, so no test reuses another's report."""
     monkeypatch.setenv("TCINSPECT_CACHE_DIR", str(tmp_path / "tcinspect-cache"))

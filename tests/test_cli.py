@@ -170,3 +170,20 @@ def test_unwritable_cache_is_a_warning_not_a_failure(capsys, tmp_path, monkeypat
     code, out, err = cli(capsys, "trace", str(SAMPLES / "tiny.py"), "--backend", "eager", "-s", "summary")
     assert code == 0 and "graphs" in out
     assert "warning: could not save the report in the cache" in err
+
+
+def test_text_that_reads_like_an_emoji_code_is_shown_as_written(capsys):
+    """Rich replaces ``:b:`` with 🅱 and ``:zap:`` with ⚡ in a table's text unless told not to: a user's line such as
+    ``y = x[a:b:2]`` (in `codegen --kernel`'s frames, a guard, a break's reason) is shown as it was written, by the
+    console every command's tables print through."""
+    from rich.table import Table
+
+    from tcinspect.cli import common
+
+    line = "y = x[a:b:2]  # :zap:"
+    table = Table()
+    table.add_column("frames")
+    table.add_row(f"model.py:3 in forward  {line}")
+    common._emit(lambda fmt: "", "table", None, lambda: table)
+    out = capsys.readouterr().out
+    assert line in out and not {"🅱", "⚡"} & set(out)

@@ -416,8 +416,9 @@ def _synthetic(nodes: int) -> Report:
 
 
 #: The page of a 10,000-node report must be usable at once. The machine is shared and noisy: a load over the
-#: limit is repeated, and the best of up to three is compared, each a real navigation of the same 15 MB file.
-LARGE_LOAD_LIMIT_MS = 3000
+#: limit is repeated, and the best of up to three is compared, each a real navigation of the same 15 MB file. It
+#: loads in 0.7-1.8 s on an idle 2-core machine, 3.1-3.5 s there while the suite's other worker compiles.
+LARGE_LOAD_LIMIT_MS = 6000
 
 
 @needs_browser

@@ -111,8 +111,11 @@ def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_wo
     one = rankpool.read(tmp_path, jobs=1)
     entries = [(r, str(tmp_path / f"rank_{r}.log.gz")) for r in range(12)]
 
-    def ahead_of_a_slow_reader(budget, pause):
-        """Ranks begun and not yet handed back at each entry the reader takes, and each worker's bytes in flight."""
+    def ahead_of_a_slow_reader(budget, wanted):
+        """Ranks begun and not yet handed back at each entry the reader takes, and each worker's bytes in flight. At
+        each entry the reader waits (up to 10 s, however busy the machine) until the workers have begun ``wanted``
+        ranks it has not taken (or all that are left), then a little longer: how far ahead they get is what the
+        budget allows, not how fast this machine is right now."""
         results, ahead, flying = [], [], []
         with monkeypatch.context() as m:
             m.setattr(rankpool, "_IN_FLIGHT", budget)
@@ -120,20 +123,24 @@ def test_parallel_reading_gives_the_same_report_with_memory_for_a_few_ranks_a_wo
         with pool:
             for entry in pool:
                 results.append(entry[0])
+                deadline = time.monotonic() + 10
+                while (pool.schedule.begun.value - len(results) < min(wanted, 12 - len(results))
+                       and time.monotonic() < deadline):
+                    time.sleep(0.01)
+                time.sleep(0.02)
                 ahead.append(pool.schedule.begun.value - len(results))
                 flying.append(list(pool.schedule.in_flight))
-                time.sleep(pause)
             assert list(pool.schedule.in_flight) == [0, 0]
         assert sorted(results) == list(range(12))
         return ahead, flying
 
     # a budget below one entry: each worker has one entry waiting for the reader and one rank being read, at most
-    ahead, flying = ahead_of_a_slow_reader(1, 0.05)
+    ahead, flying = ahead_of_a_slow_reader(1, 3)
     assert max(ahead) <= 2 * 2 and max(ahead) > 2, ahead
     assert all(b <= rankpool._ENTRY_BYTES + 2_000_000 for f in flying for b in f), flying
     # the default budget (32 MB a worker) holds many of these small entries: the workers run ahead of the reader,
     # and what they have in flight stays within it
-    ahead, flying = ahead_of_a_slow_reader(rankpool._IN_FLIGHT, 0.15)
+    ahead, flying = ahead_of_a_slow_reader(rankpool._IN_FLIGHT, 5)
     assert max(ahead) > 2 * 2, ahead
     assert all(b <= rankpool._IN_FLIGHT for f in flying for b in f), flying
     two = rankpool.read(tmp_path, jobs=2)

@@ -60,7 +60,7 @@ def show(rep: Report, stages: Optional[Union[str, Sequence[str]]] = None) -> Non
     unknown = [s for s in chosen or () if s not in STAGES]
     if unknown:
         raise UsageError(f"show(stages=...): no stage {unknown[0]!r}", f"choose from {', '.join(STAGES)}")
-    Console(highlight=False, soft_wrap=False, markup=False).print(ranks.trace(rep, chosen, False, ROW_LIMIT))
+    Console(highlight=False, soft_wrap=False, markup=False, emoji=False).print(ranks.trace(rep, chosen, False, ROW_LIMIT))
 
 
 #: What ``save`` writes, by the file's suffix.

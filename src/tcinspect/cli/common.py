@@ -134,7 +134,7 @@ JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", help="Processes that read the rank logs of a TORCH_TRACE directory in parallel (default: one per "
                          "core that other processes are not keeping busy).", show_default=False, metavar="N", min=1)]
 
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 
 #: The capture options every command may take, declared once: (option, default), under the name of the Request
@@ -410,7 +410,8 @@ def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: C
     if fmt in serialize.FORMATS:
         sys.stdout.write(text(fmt))
         return
-    out = Console(highlight=False, soft_wrap=False, markup=False)  # data such as "f32[s0, 8]" is not markup
+    # data such as "f32[s0, 8]" is not markup, and a slice such as x[a:b:2] is no emoji code (Rich would show 🅱)
+    out = Console(highlight=False, soft_wrap=False, markup=False, emoji=False)
     if not out.is_terminal and not os.environ.get("COLUMNS"):
-        out = Console(highlight=False, soft_wrap=False, markup=False, width=120)  # pipes and files: not 80 columns
+        out = Console(highlight=False, soft_wrap=False, markup=False, emoji=False, width=120)  # pipes, files: not 80
     out.print(table())
