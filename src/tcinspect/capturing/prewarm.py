@@ -29,6 +29,8 @@ CAPTURING = frozenset({"trace", "breaks", "guards", "codegen", "compile-time", "
 #: (--nproc), or not at all (--help).
 _NOT_A_CHILD = frozenset({"--debug", "--nproc", "--help", "-h"})
 OFF_ENV = "TCINSPECT_NO_PREWARM"
+#: Set to 1 to compile in tcinspect's own process instead of a child (as --debug does): then none is started ahead.
+IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
 
 
 @dataclass
@@ -48,12 +50,17 @@ _warm: list[Warm] = []
 
 def wanted(argv: list[str]) -> bool:
     """Whether ``argv`` (the words after ``tcinspect``) will likely compile a model file in a child process."""
-    if os.environ.get(OFF_ENV, "") not in ("", "0") or os.environ.get("TCINSPECT_IN_PROCESS", "") not in ("", "0"):
+    if os.environ.get(OFF_ENV, "") not in ("", "0") or in_process_asked():
         return False
     words = [w.split("=", 1)[0] for w in argv]
     if not words or words[0] not in CAPTURING or _NOT_A_CHILD.intersection(words):
         return False
     return any(w.endswith(".py") and os.path.isfile(w) for w in argv[1:])
+
+
+def in_process_asked() -> bool:
+    """Whether $TCINSPECT_IN_PROCESS asks every capture to compile in tcinspect's own process (the test suite's)."""
+    return os.environ.get(IN_PROCESS_ENV, "") not in ("", "0")
 
 
 def start(argv: list[str]) -> None:

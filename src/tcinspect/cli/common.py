@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Optional, get_args
 import typer
 from rich.console import Console, RenderableType
 
+from tcinspect.capturing.prewarm import in_process_asked
 from tcinspect.errors import ExitCode, ReportFailedError, UsageError
 from tcinspect.report import CompileOptions, Report, Request
 
@@ -26,14 +27,6 @@ EXIT_CODES_HELP = (
     "--timeout · 70 internal error · 130 interrupted (SIGINT, Ctrl-C) · 143 stopped (SIGTERM); an interrupted run "
     "writes no output file."
 )
-
-#: Set to 1 to compile in tcinspect's own process instead of a child (as --debug does).
-IN_PROCESS_ENV = "TCINSPECT_IN_PROCESS"
-
-
-def in_process_asked() -> bool:
-    """Whether $TCINSPECT_IN_PROCESS asks every capture to compile in tcinspect's own process (the test suite's)."""
-    return os.environ.get(IN_PROCESS_ENV, "") not in ("", "0")
 
 
 #: The output formats of the commands whose output is their own document (a command with pages adds them).
