@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from tcinspect.capturing import _compat
 from tcinspect.capturing.datasheets import datasheet, theoretical_bandwidth
 from tcinspect.capturing.modelfile import Call
 from tcinspect.errors import DeviceError, UsageError
@@ -441,6 +440,7 @@ def _profile_steps(compiled: Callable[..., Any], inputs: Call, step: Callable[[C
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    from tcinspect.capturing import _compat  # torch's: this module is read without it (a report's GPU figures)
     from tcinspect.parse.instep import STEP_MARK
 
     for _ in range(IN_STEP_WARMUP):
