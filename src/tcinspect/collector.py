@@ -24,8 +24,9 @@ def paused() -> Iterator[None]:
 
 
 def finish_before_exit() -> None:
-    """Python's exit, begun here (only where the process ends next: a process that goes on runs no more threads): what it runs then runs now, in its order, and the heap left is frozen, so that the
-    interpreter's finalization frees it by reference counting without the collector's passes over it.
+    """Python's exit, begun here: what it runs then runs now, in its order, and the heap left is frozen, so that the
+    interpreter's finalization frees it by reference counting without the collector's passes over it. Only where
+    the process ends next (the ``__main__`` of a capture's process): a process that went on could start no thread.
 
     As the interpreter's exit does: the threads that are not daemons are waited for (``threading._shutdown``, which
     first tells thread pools to stop), then the ``atexit`` callbacks run. Then one collection frees what they kept
