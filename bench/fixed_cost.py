@@ -13,8 +13,9 @@ start-up, bare, ...):
   line is parsed, as before capturing/prewarm.py);
 - start-up: ``tcinspect --version`` (the interpreter and the CLI's imports; no torch).
 
-``--sides`` picks the sides (bare and trace always run). Printed: each side's median wall time with its range, and each trace side's ratio to bare (the median of the
-per-round ratios, with their range). The target is trace / bare <= 1.05.
+``--sides`` picks the sides (bare and trace always run). Printed: each side's median wall time with its range, and
+each trace side's ratio to bare (the median of the per-round ratios, with their range). The target is trace / bare
+<= 1.05.
 """
 
 from __future__ import annotations

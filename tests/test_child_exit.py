@@ -41,28 +41,11 @@ def test_what_the_model_left_for_its_exit_is_done(tmp_path, monkeypatch, how):
         assert "] profiler_start" not in done.stderr and "] profiler_stop" not in done.stderr
 
 
-def test_the_exit_is_pythons_own_where_a_nanobind_extension_is_loaded(monkeypatch):
-    """nanobind (Triton 3.9's bindings, which torch 2.15 imports) reports every object of its still alive as its module
-    is finalized: a frozen heap would print that report on every capture (test_misuse's in-process signal cases on
-    torch 2.15 saw it). Then nothing is done ahead."""
-    import atexit
-    import gc
-
-    from tcinspect import collector
-
-    froze = []
-    monkeypatch.setattr(gc, "freeze", lambda: froze.append(True))
-    monkeypatch.setattr(collector, "_nanobind_loaded", lambda: True)
-    ran = []
-    atexit.register(ran.append, "callback")
-    try:
-        collector.finish_before_exit()
-        assert not froze and not ran
-    finally:
-        atexit.unregister(ran.append)
-
-
-def test_the_exit_is_pythons_own_where_a_hook_is_missing(monkeypatch):
+@pytest.mark.parametrize("why", ["a hook is missing", "a nanobind extension is loaded"])
+def test_the_exit_is_pythons_own(monkeypatch, why):
+    """Where this Python lacks ``threading._shutdown``, or where nanobind is loaded (Triton 3.9's bindings, which torch
+    2.15 imports: it reports every object of its still alive as its module is finalized, and a frozen heap printed that
+    report on every capture; test_misuse's in-process signal cases on torch 2.15 saw it), nothing is done ahead."""
     import atexit
     import gc
     import threading
@@ -71,7 +54,10 @@ def test_the_exit_is_pythons_own_where_a_hook_is_missing(monkeypatch):
 
     froze = []
     monkeypatch.setattr(gc, "freeze", lambda: froze.append(True))
-    monkeypatch.delattr(threading, "_shutdown")
+    if why == "a hook is missing":
+        monkeypatch.delattr(threading, "_shutdown")
+    else:
+        monkeypatch.setattr(collector, "_nanobind_loaded", lambda: True)
     ran = []
     atexit.register(ran.append, "callback")
     try:

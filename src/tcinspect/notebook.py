@@ -49,18 +49,16 @@ def html(rep: Report) -> str:
 
 def show(rep: Report, stages: Optional[Union[str, Sequence[str]]] = None) -> None:
     """Print the tables ``tcinspect trace`` prints (``stages``: some of render.table.STAGES, as --stage takes them)."""
-    from rich.console import Console
-
     from tcinspect.errors import UsageError
     from tcinspect.render import ranks
-    from tcinspect.render.table import ROW_LIMIT, STAGES
+    from tcinspect.render.table import ROW_LIMIT, STAGES, console
 
     chosen = None if stages is None else [s.strip() for s in ([stages] if isinstance(stages, str) else stages)
                                           for s in s.split(",") if s.strip()]
     unknown = [s for s in chosen or () if s not in STAGES]
     if unknown:
         raise UsageError(f"show(stages=...): no stage {unknown[0]!r}", f"choose from {', '.join(STAGES)}")
-    Console(highlight=False, soft_wrap=False, markup=False, emoji=False).print(ranks.trace(rep, chosen, False, ROW_LIMIT))
+    console().print(ranks.trace(rep, chosen, False, ROW_LIMIT))
 
 
 #: What ``save`` writes, by the file's suffix.

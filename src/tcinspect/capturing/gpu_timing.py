@@ -447,7 +447,8 @@ def _profile_steps(compiled: Callable[..., Any], inputs: Call, step: Callable[[C
         step(compiled, inputs)
     torch.cuda.synchronize()
     try:
-        with _compat.profiler.markers_dropped(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with (_compat.profiler.markers_dropped(),
+              profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof):
             for i in range(steps):
                 with record_function(f"{STEP_MARK}{i}"):
                     step(compiled, inputs)

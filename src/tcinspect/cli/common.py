@@ -403,8 +403,9 @@ def _emit(text: Callable[[str], str], fmt: str, output: Optional[Path], table: C
     if fmt in serialize.FORMATS:
         sys.stdout.write(text(fmt))
         return
-    # data such as "f32[s0, 8]" is not markup, and a slice such as x[a:b:2] is no emoji code (Rich would show 🅱)
-    out = Console(highlight=False, soft_wrap=False, markup=False, emoji=False)
+    from tcinspect.render.table import console
+
+    out = console()
     if not out.is_terminal and not os.environ.get("COLUMNS"):
-        out = Console(highlight=False, soft_wrap=False, markup=False, emoji=False, width=120)  # pipes, files: not 80
+        out = console(width=120)  # pipes and files: not 80 columns
     out.print(table())

@@ -64,7 +64,8 @@ def _span(cls: str, text: str) -> str:
 
 
 #: each language's coloured words and their classes
-_PY_WORDS = {**dict.fromkeys(_PY_BUILTINS, "nb"), **dict.fromkeys(_PY_WORD_OPS, "ow"), **dict.fromkeys(_PY_KEYWORDS, "k")}
+_PY_WORDS = {**dict.fromkeys(_PY_BUILTINS, "nb"), **dict.fromkeys(_PY_WORD_OPS, "ow"),
+             **dict.fromkeys(_PY_KEYWORDS, "k")}
 _CPP_WORDS = {**dict.fromkeys(_CPP_TYPES, "kt"), **dict.fromkeys(_CPP_KEYWORDS, "k")}
 
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -29,6 +29,12 @@ _STATUS_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "dim"}
 #: Rows a node or kernel table shows in `trace` unless --all is given: a 10,000-node graph must not
 #: flood the terminal (every row is in YAML/JSON).
 ROW_LIMIT = 50
+
+
+def console(width: Optional[int] = None) -> Console:
+    """The console the tables print through: their text as written (data such as "f32[s0, 8]" is no markup, a slice
+    such as x[a:b:2] no emoji code, which Rich would show as 🅱), no highlighting, no soft wrap."""
+    return Console(highlight=False, soft_wrap=False, markup=False, emoji=False, width=width)
 
 
 def _status(status: str, error: str = "") -> Text:
