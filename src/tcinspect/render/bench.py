@@ -11,10 +11,10 @@ from typing import Any
 
 from rich import box
 from rich.console import Group, JustifyMethod, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.bench import bench_rows
+from tcinspect.render.grid import Table
 from tcinspect.report import KernelTiming, Peak, Report, StepProfile
 
 BAR_WIDTH = 8

@@ -7,12 +7,12 @@ from typing import Optional
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import coverage
 from tcinspect.analysis.breaks import BreakCost, break_costs, fullgraph_ok, ops_per_graph
 from tcinspect.analysis.fixes import FixTrial, fix_status
+from tcinspect.render.grid import Table
 from tcinspect.render.parts import library_path, plural
 from tcinspect.render.table import backend_failures_table
 from tcinspect.report import Report

@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.check.outcome import Outcome
+from tcinspect.render.grid import Table
 
 _STYLE = {"fail": "bold red", "improved": "green", "ok": "dim"}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.codegen import fusion_summary
+from tcinspect.render.grid import Table
 from tcinspect.render.parts import code_panel
 from tcinspect.render.table import ROW_LIMIT, compact_lines, kernel_table
 from tcinspect.report import Kernel, OutputCode, Report

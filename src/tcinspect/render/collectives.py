@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.derived.collectives import of_stages
 from tcinspect.render.bench import size
+from tcinspect.render.grid import Table
 from tcinspect.render.htmlparts import esc
 from tcinspect.report import Report
 

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import caches as cache_views
 from tcinspect.analysis import compile_time as views
 from tcinspect.derived import cachekeys
+from tcinspect.render.grid import Table
 from tcinspect.render.htmlparts import esc
 from tcinspect.report import CompileTime, CompileTiming, Phase, Report
 from tcinspect.vocabulary import GROUP_TITLES, GROUPS

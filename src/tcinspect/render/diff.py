@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.diff import Diff
+from tcinspect.render.grid import Table
 
 _STYLE = {"added": "red", "removed": "green", "changed": "yellow"}
 

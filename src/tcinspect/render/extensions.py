@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Group, JustifyMethod, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from tcinspect.render.grid import Table
 from tcinspect.render.htmlparts import esc
 from tcinspect.report import ExportRun, FirstDivergence, Report, TensorCheck
 

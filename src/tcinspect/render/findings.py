@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from typing import Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import findings as analysis
 from tcinspect.analysis.findings import Finding
+from tcinspect.render.grid import Table
 from tcinspect.report import Report
 
 #: Characters of torch's words and of a fix a finding quotes (the detail command shows them whole).

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.breaks import break_costs
 from tcinspect.analysis.coverage import frames_by_id
 from tcinspect.analysis.fixes import CODE_CHANGE, NOT_VERIFIED, FixTrial, candidates, fix_status
+from tcinspect.render.grid import Table
 from tcinspect.render.parts import plural
 from tcinspect.report import Report
 

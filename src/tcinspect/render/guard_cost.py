@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import guard_cost as gc
 from tcinspect.render.findings import your_code
+from tcinspect.render.grid import Table
 from tcinspect.render.parts import _clip, _limited
 from tcinspect.report import Report
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import findings
@@ -13,6 +12,7 @@ from tcinspect.analysis.frames import frames
 from tcinspect.analysis.guards import guard_checks, guard_kinds
 from tcinspect.render import guard_cost
 from tcinspect.render.findings import your_code
+from tcinspect.render.grid import Table
 from tcinspect.render.parts import _limited
 from tcinspect.render.table import ROW_LIMIT, USER_GUARD_KINDS, _guards_without_graph, input_name, recompiles_table
 from tcinspect.report import Report

@@ -5,10 +5,10 @@ from __future__ import annotations
 import html
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import memory as views
+from tcinspect.render.grid import Table
 from tcinspect.report import GraphMemory, Memory, MemoryMeasurement, Report
 
 NO_BACKWARD = "no AOT graph has a backward graph: nothing is saved for backward (no memory section)"

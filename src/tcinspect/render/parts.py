@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Optional, TypeVar
 
 from rich.panel import Panel
-from rich.table import Table
 
+from tcinspect.render.grid import Table
 from tcinspect.report import Graph
 
 _T = TypeVar("_T")

@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import divergence as rank_divergence
 from tcinspect.derived.runs import TITLES
 from tcinspect.render import table as single
+from tcinspect.render.grid import Table
 from tcinspect.render.htmlparts import esc
 from tcinspect.render.parts import code_panel
 from tcinspect.report import OK, DdpSplit, Divergence, Report

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis.regions import verdict
+from tcinspect.render.grid import Table
 from tcinspect.render.htmlparts import esc
 from tcinspect.report import Region, Report
 

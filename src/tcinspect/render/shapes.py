@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import shapes as views
+from tcinspect.render.grid import Table
 from tcinspect.report import Report, ShapeGuard, SourceLocation
 
 

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Sequence
 from typing import Optional
 
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tcinspect.analysis import coverage as coverage_views
@@ -16,6 +15,7 @@ from tcinspect.analysis.guards import guard_kinds
 from tcinspect.analysis.parse_health import parse_warning
 from tcinspect.render import findings as findings_view
 from tcinspect.render.cudagraphs import summary_line as cudagraph_summary
+from tcinspect.render.grid import Table
 from tcinspect.render.parts import _clip, _limited, code_panel, node_table
 from tcinspect.report import FAILED, NOT_RUN, OK, GraphBreak, Kernel, Report, sections
 
