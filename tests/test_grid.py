@@ -137,6 +137,7 @@ def _kitchen_sink(**table_kw) -> Table:
         ("4", Text("styled ", style="bold") + Text("spans", style="red"), "\x07bell", "★", "[bold]not markup[/]",
          ":zap: code", "   leading"),
         ("5", "averyveryverylongwordthatmustfold" * 2, "r", "c", "word " * 12, "z", "end"),
+        ("7", "e\u0301 combining", "\u0301", "ok", "\u200d", "漢字" * 9, "…" * 20),
     ]
     for i, row in enumerate(rows):
         t.add_row(*row, end_section=i == 1)

@@ -13,10 +13,11 @@ style for style, on every table tcinspect's views build and on made-up edge case
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import pairwise
 from typing import Optional
 
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size, set_cell_size
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
@@ -24,6 +25,12 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table as RichTable
 from rich.text import Text
+
+_divide_line: Optional[Callable[..., list[int]]]
+try:  # Rich's own word breaks (the function Text.wrap calls); without it, Text.wrap itself
+    from rich._wrap import divide_line as _divide_line
+except ImportError:  # pragma: no cover - every Rich from 10 to 15 has it
+    _divide_line = None
 
 __all__ = ["Table"]
 
@@ -56,6 +63,12 @@ def _as_written(console: Console, options: ConsoleOptions) -> tuple[bool, bool]:
     where it has a colon (``:zap:``)."""
     plain = getattr(console, "_markup", True) is False and not options.markup and not options.highlight
     return plain, getattr(console, "_emoji", True) is not False
+
+
+def _no_zero_width(text: str) -> bool:
+    """Whether every character takes a cell or two (a combining accent, a variation selector takes none: Rich's cropping
+    drops such a character where this layout would keep it, so a cell with one is Rich's own)."""
+    return all(get_character_cell_size(ch) > 0 for ch in text)
 
 
 def _clamped(low: int, high: int, limit: int) -> tuple[int, int]:
@@ -97,8 +110,8 @@ class _Layout:
             self.styles.append(styles)
             self.pads.append((pad_left, pad_right))
             # a string cell printed as written: printable and on one line (Rich would strip control codes)
-            self.texts.append([c if type(c) is str and plain and c.isprintable() and not (emoji and ":" in c) else None
-                               for c in cells])
+            self.texts.append([c if type(c) is str and plain and c.isprintable() and not (emoji and ":" in c)
+                               and (c.isascii() or _no_zero_width(c)) else None for c in cells])
         self._sizes: dict[tuple[int, int], tuple[int, int]] = {}
         #: the columns of the row being rendered whose cell Rich rendered
         self.by_rich: set[int] = set()
@@ -166,7 +179,10 @@ class _Layout:
         options = self.options.update(width=sum(widths) + box_extra, highlight=table.highlight, height=None)
         if table.title:
             yield from self._annotation(table.title, table.title_style, "table.title", table.title_justify, options)
-        yield from self._body(widths, options)
+        body = self._body(widths, options)
+        # where no style is written (no colour system: a file, a pipe) and none is recorded, one segment a line: the
+        # same text, without the console passing and cropping each cell's segment
+        yield from (_lines_of(body) if self.console.color_system is None and not self.console.record else body)
         if table.caption:
             yield from self._annotation(table.caption, table.caption_style, "table.caption", table.caption_justify,
                                         options)
@@ -199,14 +215,19 @@ class _Layout:
         return self.console.render_lines(padded, options, style=style)
 
     def _wrapped(self, col: int, row: int, inner: int) -> Optional[list[str]]:
-        """A string cell too wide for its column, as Rich's Text wraps it (its words, folded or cut as the column says),
-        each line ``inner`` cells wide; None where a line comes out wider (Rich crops it: its own rendering does)."""
+        """A string cell too wide for its column, wrapped as Rich's ``Text.wrap`` wraps it (Rich's own division into
+        words, folded or cut as the column says), each line ``inner`` cells wide; None where a line comes out wider
+        (Rich's own rendering then crops it)."""
         column = self.table.columns[col]
-        lines = Text(self.texts[col][row] or "").wrap(self.console, inner, justify=column.justify,
-                                                       overflow=column.overflow, no_wrap=column.no_wrap)
+        text = self.texts[col][row] or ""
+        overflow = column.overflow or "fold"
+        if _divide_line is None:
+            lines = [line.plain for line in Text(text).wrap(self.console, inner, justify=column.justify,
+                                                            overflow=overflow, no_wrap=column.no_wrap)]
+        else:
+            lines = _wrap(text, inner, column.justify or "default", overflow, column.no_wrap)
         out = []
-        for line in lines:
-            plain = line.plain
+        for plain in lines:
             size = cell_len(plain)
             if size > inner:
                 return None
@@ -281,6 +302,62 @@ class _Layout:
         if box is not None and edge:
             yield Segment(box.get_bottom(widths), border)
             yield new_line
+
+
+def _truncated(plain: str, width: int, overflow: str, pad: bool = False) -> str:
+    """A line cut to ``width`` cells (with an ellipsis where the column says so), and padded out to it if ``pad``: as
+    Rich's ``Text.truncate``."""
+    if overflow == "ignore":
+        return plain
+    size = cell_len(plain)
+    if size > width:
+        plain = set_cell_size(plain, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(plain, width)
+    if pad and size < width:
+        plain += " " * (width - size)
+    return plain
+
+
+def _wrap(text: str, width: int, justify: str, overflow: str, no_wrap: bool) -> list[str]:
+    """A one-line plain string in lines of ``width`` cells, as Rich's ``Text.wrap`` makes them: divided at Rich's
+    word breaks (none under ``no_wrap``), each line's trailing space past the width dropped, then justified and
+    cut."""
+    if no_wrap or overflow == "ignore" or _divide_line is None:
+        pieces = [text]
+    else:
+        bounds = [0, *_divide_line(text, width, fold=overflow == "fold"), len(text)]
+        pieces = [text[a:b] for a, b in pairwise(bounds)]
+    lines = []
+    for piece in pieces:
+        excess = len(piece) - width
+        if excess > 0:
+            trailing = len(piece) - len(piece.rstrip())
+            if trailing:
+                piece = piece[:len(piece) - min(trailing, excess)]
+        if justify == "left":
+            piece = _truncated(piece, width, overflow, pad=True)
+        elif justify in ("right", "center"):
+            piece = _truncated(piece.rstrip(), width, overflow)
+            space = width - cell_len(piece)
+            piece = " " * (space if justify == "right" else space // 2) + piece
+            if justify == "center":
+                piece += " " * (width - cell_len(piece))
+        lines.append(_truncated(piece, width, overflow))
+    return lines
+
+
+def _lines_of(segments: Iterator[Segment]) -> Iterator[Segment]:
+    """The segments' text, unstyled, one segment a line and one for each line's end."""
+    parts: list[str] = []
+    for seg in segments:
+        if seg.control or seg.text == "\n":
+            if parts:
+                yield Segment("".join(parts))
+                parts = []
+            yield seg
+        else:
+            parts.append(seg.text)
+    if parts:
+        yield Segment("".join(parts))
 
 
 def _aligned(lines: list[list[Segment]], width: int, height: int, style: Style, vertical: str) -> list[list[Segment]]:
