@@ -20,14 +20,25 @@ import json
 import sys
 import time
 
-from rich.console import Console
-
-from tcinspect import serialize
+from tcinspect import cache, serialize
 from tcinspect.render import ranks, table
 
 
+def _report(path: str):
+    """The report of a cache entry (its traced-source fingerprints and Inductor cache state set aside, as the cache
+    reads it) or of a saved report."""
+    if path.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if isinstance(data, dict) and (cache.SOURCES_KEY in data or cache.INDUCTOR_KEY in data):
+            data.pop(cache.SOURCES_KEY, None)
+            data.pop(cache.INDUCTOR_KEY, None)
+            return serialize.from_dict(data)
+    return serialize.load(path)
+
+
 def measure(path: str) -> dict:
-    rep = serialize.load(path)
+    rep = _report(path)
     out: dict = dict(rep.timings)
 
     start = time.perf_counter()
@@ -42,8 +53,9 @@ def measure(path: str) -> dict:
     serialize.dumps(rep, "json", compact=True)  # the YAML's JSON twin (cache.remember_twin)
     out["twin_json_s"] = time.perf_counter() - start
 
-    # the CLI's console when stdout is not a terminal (cli/common.py): 120 columns, no markup
-    console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, markup=False, width=120)
+    # the CLI's console (render/table.py), at 120 columns, to a file: no colour
+    console = table.console(120)
+    console.file = io.StringIO()
     start = time.perf_counter()
     console.print(ranks.trace(rep, None, False, table.ROW_LIMIT))
     out["render_s"] = time.perf_counter() - start

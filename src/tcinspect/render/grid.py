@@ -1,14 +1,16 @@
 """Rich's table, laid out fast where its cells are plain one-line text. Pure: never prints, never imports torch.
 
 A ``trace`` of a large report prints about 8,000 cells; Rich wraps each cell in a ``Padding``, measures it, wraps it
-as a ``Text`` and crops its lines, which is most of the command's time. Almost every cell is a short string that fits
-its column. :class:`Table` is Rich's ``Table`` (same constructor, ``add_column``, ``add_row``, captions) with its own
-``__rich_console__``: the column widths come out of the same arithmetic as Rich's (minimum and maximum of each cell,
-the widest wrappable columns narrowed first, then all evenly), a string that fits its column becomes one segment,
-and every other cell (a ``Text`` with styles, a string that wraps or folds, any other renderable) is rendered by Rich
-itself. A table using what this layout does not know (expanding, fixed widths, footers, row styles, vertical
-padding, markup in its strings) is Rich's own from the start. ``tests/test_grid.py`` compares both, cell for cell and
-style for style, on every table tcinspect's views build and on made-up edge cases.
+as a ``Text`` and crops its lines, which was most of the command's time. Almost every cell is a short string that
+fits its column. :class:`Table` is Rich's ``Table`` (same constructor, ``add_column``, ``add_row``, captions) with its
+own ``__rich_console__``: the column widths come out of the same arithmetic as Rich's (each cell's minimum and
+maximum width with its padding, the widest wrappable columns narrowed first, then all evenly); a string that fits
+its column becomes one segment, and one too wide is divided at Rich's own word breaks and cut as its column says.
+Every other cell (a ``Text`` with styles, a string with markup, control or zero-width characters, any other
+renderable) is rendered by Rich itself, and a table with a setting this layout does not know (expanding, fixed
+widths, footers, row styles, vertical padding) is Rich's own from the start. Where nothing is styled (no colour
+system: a file, a pipe) each line is one segment. ``tests/test_grid.py`` compares the two layouts, character for
+character and style for style, on every table the commands print from recorded runs and on random tables.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ except ImportError:  # pragma: no cover - every Rich from 10 to 15 has it
 
 __all__ = ["Table"]
 
-#: Column and table settings the fast layout follows; any other value makes the table Rich's own.
+#: The column justifications the fast layout follows ("full" makes the table Rich's own).
 _JUSTIFY = ("left", "default", "right", "center")
 
 
