@@ -68,10 +68,12 @@ def recorded_report(path: Path):
 
 
 def render_text(renderable: Any, width: int = 160) -> str:
-    """What a Rich renderable prints at ``width`` columns, as plain text (no colour, no markup, no highlighting)."""
+    """What a Rich renderable prints at ``width`` columns, as plain text, through the console the CLI prints tables
+    with (no colour, no markup, no emoji codes, no highlighting)."""
     from rich.console import Console
 
-    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, markup=False,
+    # render/table.console's settings, and no colour whatever the environment says (FORCE_COLOR)
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, markup=False, emoji=False,
                       soft_wrap=False)
     console.print(renderable)
     out = console.file
