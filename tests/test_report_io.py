@@ -101,6 +101,17 @@ def test_foreign_or_truncated_files(text, needle):
     assert needle in err.value.cause and err.value.cause.startswith("r.yaml")
 
 
+def test_a_file_that_is_not_utf8_is_refused_alike_read_or_handed_over(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_bytes(b"schema_version: 1\nname: caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ReportFormatError) as read:
+        serialize.load(p)
+    with pytest.raises(ReportFormatError) as given:
+        serialize.loads(p.read_bytes(), name=str(p))
+    assert read.value.cause == given.value.cause == f"{p}: not UTF-8 text, so not a tcinspect report"
+    assert read.value.fix == given.value.fix == "give a .yaml or .json report"
+
+
 def test_hand_edited_wrong_type_names_the_key():
     data = serialize.to_dict(hand_built())
     data["stages"]["dynamo"]["graphs"][0]["line"] = "three"

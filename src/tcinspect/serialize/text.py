@@ -72,8 +72,7 @@ def parse_text(text: Union[str, bytes], name: str = "report") -> Any:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
-            raise ReportFormatError(f"{name}: not UTF-8 text, so not a tcinspect report",
-                                    "give a .yaml or .json report") from None
+            raise _not_utf8(name) from None
     try:
         return yaml_read.parse(text)
     except yaml_read.NotOurs:
@@ -90,6 +89,11 @@ def parse_text(text: Union[str, bytes], name: str = "report") -> Any:
             f"{name}: not valid YAML or JSON{at} (truncated or hand-edited?)",
             "re-run `tcinspect trace ... -o FILE` to write it again",
         ) from None
+
+
+def _not_utf8(name: str) -> ReportFormatError:
+    """The refusal of a file whose bytes are not UTF-8 (read as text, or handed over as bytes)."""
+    return ReportFormatError(f"{name}: not UTF-8 text, so not a tcinspect report", "give a .yaml or .json report")
 
 
 def _loads(text: Union[str, bytes], name: str) -> model.Report:
@@ -111,7 +115,7 @@ def load(path: Union[str, Path]) -> model.Report:
     except IsADirectoryError:
         raise ReportFormatError(f"{p}: is a directory, not a report", "give a .yaml or .json report") from None
     except UnicodeDecodeError:
-        raise ReportFormatError(f"{p}: not UTF-8 text, so not a tcinspect report", "give a .yaml or .json report") from None
+        raise _not_utf8(str(p)) from None
     return loads(text, name=str(p))
 
 
