@@ -105,8 +105,11 @@ class _Layout:
             pad_left = 0 if not table.pad_edge and i == 0 else max(0, left - right) if table.collapse_padding and i \
                 else left
             pad_right = 0 if not table.pad_edge and i == n - 1 else right
-            # what a column's minimum and maximum width are clamped with: no left padding where it is collapsed
-            self.clamp_pads.append((0 if table.collapse_padding or (not table.pad_edge and i == 0) else left)
+            # what a column's minimum and maximum width are clamped with: Rich's own rule (13 and 15 differ on
+            # collapsed padding and on the edges' where pad_edge is off)
+            own_rule = getattr(table, "_get_padding_width", None)
+            self.clamp_pads.append(own_rule(i) if own_rule is not None else
+                                   (0 if table.collapse_padding or (not table.pad_edge and i == 0) else left)
                                    + pad_right)
             self.cells.append(cells)
             self.styles.append(styles)
@@ -183,8 +186,11 @@ class _Layout:
             yield from self._annotation(table.title, table.title_style, "table.title", table.title_justify, options)
         body = self._body(widths, options)
         # where no style is written (no colour system: a file, a pipe) and none is recorded, one segment a line: the
-        # same text, without the console passing and cropping each cell's segment
-        yield from (_lines_of(body) if self.console.color_system is None and not self.console.record else body)
+        # same text, without the console passing and cropping each cell's segment (a table wider than the console,
+        # which crops its lines, keeps its segments: Rich crops a line cut into segments differently)
+        flat = self.console.color_system is None and not self.console.record and \
+            sum(widths) + box_extra <= self.options.max_width
+        yield from (_lines_of(body) if flat else body)
         if table.caption:
             yield from self._annotation(table.caption, table.caption_style, "table.caption", table.caption_justify,
                                         options)
@@ -223,11 +229,11 @@ class _Layout:
         column = self.table.columns[col]
         text = self.texts[col][row] or ""
         overflow = column.overflow or "fold"
-        if _divide_line is None:
+        if _divide_line is None or column.no_wrap or overflow == "ignore":  # not divided: as Rich's version does it
             lines = [line.plain for line in Text(text).wrap(self.console, inner, justify=column.justify,
                                                             overflow=overflow, no_wrap=column.no_wrap)]
         else:
-            lines = _wrap(text, inner, column.justify or "default", overflow, column.no_wrap)
+            lines = _wrap(text, inner, column.justify or "default", overflow)
         out = []
         for plain in lines:
             size = cell_len(plain)
@@ -319,15 +325,14 @@ def _truncated(plain: str, width: int, overflow: str, pad: bool = False) -> str:
     return plain
 
 
-def _wrap(text: str, width: int, justify: str, overflow: str, no_wrap: bool) -> list[str]:
+def _wrap(text: str, width: int, justify: str, overflow: str) -> list[str]:
     """A one-line plain string in lines of ``width`` cells, as Rich's ``Text.wrap`` makes them: divided at Rich's
-    word breaks (none under ``no_wrap``), each line's trailing space past the width dropped, then justified and
-    cut."""
-    if no_wrap or overflow == "ignore" or _divide_line is None:
-        pieces = [text]
-    else:
-        bounds = [0, *_divide_line(text, width, fold=overflow == "fold"), len(text)]
-        pieces = [text[a:b] for a, b in pairwise(bounds)]
+    word breaks, each line's trailing space past the width dropped, then justified and cut (``overflow`` "fold",
+    "ellipsis" or "crop": a cell that is not divided, no_wrap or "ignore", is wrapped by Rich itself, whose versions
+    differ there)."""
+    assert _divide_line is not None
+    bounds = [0, *_divide_line(text, width, fold=overflow == "fold"), len(text)]
+    pieces = [text[a:b] for a, b in pairwise(bounds)]
     lines = []
     for piece in pieces:
         excess = len(piece) - width
