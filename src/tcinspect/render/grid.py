@@ -106,7 +106,7 @@ class _Layout:
                 else left
             pad_right = 0 if not table.pad_edge and i == n - 1 else right
             # what a column's minimum and maximum width are clamped with: Rich's own rule (13 and 15 differ on
-            # collapsed padding and on the edges' where pad_edge is off)
+            # collapsed padding and on the edges where pad_edge is off)
             own_rule = getattr(table, "_get_padding_width", None)
             self.clamp_pads.append(own_rule(i) if own_rule is not None else
                                    (0 if table.collapse_padding or (not table.pad_edge and i == 0) else left)
